@@ -1,0 +1,103 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "DoseTap",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "dosetap", targets: ["dosetap"]),
+        .library(name: "DoseTapCore", targets: ["DoseTapCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        // C system libraries (Debian -dev packages).
+        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        .systemLibrary(name: "CUMockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
+
+        // Pure domain: rules, predictions, ports. No I/O, no C modules.
+        .target(name: "DoseTapCore", swiftSettings: strict),
+
+        // The SQLite file (GRDB): schema, migrations, samples.
+        .target(
+            name: "DoseTapStore",
+            dependencies: ["DoseTapCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+
+        // Adapters to the real machine.
+        .target(
+            name: "DoseTapLinux",
+            dependencies: ["DoseTapCore", "CUdev", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
+        // Daemon wiring: services, config, lifecycle.
+        .target(
+            name: "DoseTapAgent",
+            dependencies: [
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // The command line.
+        .executableTarget(
+            name: "dosetap",
+            dependencies: [
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Fakes for every port and fixture loaders; used by tests only.
+        .target(
+            name: "DoseTapTesting",
+            dependencies: ["DoseTapCore", "CUMockdev"],
+            linkerSettings: [.linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
+        ),
+
+        .testTarget(
+            name: "DoseTapCoreTests",
+            dependencies: ["DoseTapCore", "DoseTapTesting", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DoseTapStoreTests",
+            dependencies: ["DoseTapStore", "DoseTapTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DoseTapLinuxTests",
+            dependencies: ["DoseTapLinux", "DoseTapTesting", "CUMockdev"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DoseTapAgentTests",
+            dependencies: ["DoseTapAgent", "DoseTapTesting", "DoseTapStore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DoseTapCLITests",
+            dependencies: ["DoseTapTesting", .product(name: "Subprocess", package: "swift-subprocess")],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,90 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The system clock and time zone.
+public struct SystemClock: WallClock {
+    public init() {}
+    public func now() -> Date { Date() }
+    public var timeZone: TimeZone { TimeZone.current }
+}
+
+/// `dosetap agent`: wires the adapters to the core and runs until SIGTERM.
+public enum Agent {
+    public static func run(paths: DataPaths, logger: Logger) async throws {
+        let configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
+        let database = try DoseTapDatabase(directory: paths.dataDirectory)
+        let source = try UdevPowerSupplySource(logger: logger)
+        let notifier = SystemdNotifier()
+        logger.info("agent starting", metadata: [
+            "database": "\(database.path)", "config": "\(paths.configFile.path)",
+            "pid": "\(ProcessInfo.processInfo.processIdentifier)",
+        ])
+        let monitor = BatteryMonitor(
+            source: source, history: BatterySampleRepository(database: database), clock: SystemClock(),
+            configuration: configuration, logger: logger,
+            onReady: {
+                if notifier.notify("READY=1\nSTATUS=Watching the battery") {
+                    logger.debug("told systemd we are ready")
+                }
+            })
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: monitor),
+            .init(service: ReloadService(paths: paths, configuration: configuration, monitor: monitor,
+                                         notifier: notifier, logger: logger)),
+        ]
+        if let interval = notifier.watchdogInterval {
+            services.append(.init(service: WatchdogService(notifier: notifier, interval: interval)))
+        }
+        let group = ServiceGroup(configuration: .init(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        notifier.notify("STOPPING=1")
+        logger.info("agent stopped")
+    }
+}
+
+/// Reloads `config.toml` on SIGHUP. A bad file is rejected with a log line; the old one stays.
+struct ReloadService: Service {
+    let paths: DataPaths
+    let configuration: ConfigurationHolder
+    let monitor: BatteryMonitor
+    let notifier: SystemdNotifier
+    let logger: Logger
+
+    func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in signals.cancelOnGracefulShutdown() {
+            notifier.notify("RELOADING=1")
+            do {
+                let fresh = try AgentConfiguration.load(from: paths.configFile)
+                configuration.replace(fresh)
+                monitor.reevaluate()
+                logger.info("configuration reloaded", metadata: ["alarm": "\(fresh.alarm.map(\.description) ?? "none")"])
+            } catch {
+                logger.error("configuration rejected, keeping the previous one", metadata: ["error": "\(error)"])
+            }
+            notifier.notify("READY=1")
+        }
+    }
+}
+
+/// Pings systemd's watchdog at half its timeout.
+struct WatchdogService: Service {
+    let notifier: SystemdNotifier
+    let interval: Duration
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                notifier.notify("WATCHDOG=1")
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+}
+

@@ -1,0 +1,207 @@
+import DoseTapCore
+import DoseTapLinux
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Holds the configuration the agent runs with; replaced on SIGHUP.
+public final class ConfigurationHolder: Sendable {
+    private let value: Mutex<AgentConfiguration>
+    public init(_ initial: AgentConfiguration) { value = Mutex(initial) }
+    public var current: AgentConfiguration { value.withLock { $0 } }
+    public func replace(_ new: AgentConfiguration) { value.withLock { $0 = new } }
+}
+
+/// Watches the machine's batteries, records samples, and warns when the alarm is at risk.
+///
+/// Event-driven: udev add/change/remove events wake it; while (and only while) a system battery is
+/// discharging it also samples every `poll_seconds` (60 s at the most often). On AC, or without a
+/// battery, nothing is polled.
+public final class BatteryMonitor: Service, Sendable {
+    enum Input: Sendable {
+        case supply(PowerSupplyEvent)
+        case poll
+        case reload
+    }
+
+    private let source: any PowerSupplySource
+    private let history: (any BatteryHistoryStore)?
+    private let clock: any WallClock
+    private let configuration: ConfigurationHolder
+    private let logger: Logger
+    private let onReady: @Sendable () -> Void
+    private let onEvaluated: @Sendable (BatteryStatus) -> Void
+    private let inputs: AsyncStream<Input>
+    private let continuation: AsyncStream<Input>.Continuation
+    /// Samples closer together than this are not stored (a burst of uevents is one observation).
+    private let minimumStoreInterval: TimeInterval = 30
+
+    public init(source: any PowerSupplySource, history: (any BatteryHistoryStore)?, clock: any WallClock,
+                configuration: ConfigurationHolder, logger: Logger,
+                onReady: @escaping @Sendable () -> Void = {},
+                onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in }) {
+        self.source = source
+        self.history = history
+        self.clock = clock
+        self.configuration = configuration
+        self.logger = logger
+        self.onReady = onReady
+        self.onEvaluated = onEvaluated
+        (inputs, continuation) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(512))
+    }
+
+    /// Re-evaluates with the current configuration (after a reload).
+    public func reevaluate() {
+        continuation.yield(.reload)
+    }
+
+    public func run() async throws {
+        let continuation = self.continuation
+        let events = source.events()
+        let pump = Task {
+            for await event in events { continuation.yield(.supply(event)) }
+        }
+        var state = MonitorState(estimatorConfiguration: .init())
+        var supplies: [String: RawPowerSupply] = [:]
+        do {
+            for raw in try source.snapshot() { supplies[raw.name] = raw }
+        } catch {
+            logger.error("cannot read power supplies", metadata: ["error": "\(error)"])
+        }
+        if let history {
+            do {
+                let since = clock.now().addingTimeInterval(-state.estimator.configuration.window)
+                state.estimator = DrainEstimator(samples: try history.samples(since: since),
+                                                 configuration: state.estimator.configuration)
+            } catch {
+                logger.error("cannot read battery history", metadata: ["error": "\(error)"])
+            }
+        }
+        var poller: Task<Void, Never>?
+        defer {
+            pump.cancel()
+            poller?.cancel()
+        }
+        func updatePolling(_ needed: Bool) {
+            if needed, poller == nil {
+                let seconds = configuration.current.pollSeconds
+                poller = Task {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(seconds))
+                        if Task.isCancelled { break }
+                        continuation.yield(.poll)
+                    }
+                }
+            } else if !needed, let running = poller {
+                running.cancel()
+                poller = nil
+            }
+        }
+        updatePolling(evaluate(supplies, &state))
+        onReady()
+
+        await withGracefulShutdownHandler {
+            for await input in inputs {
+                switch input {
+                case .supply(.added(let raw)), .supply(.changed(let raw)):
+                    supplies[raw.name] = raw
+                case .supply(.removed(let name)):
+                    supplies[name] = nil
+                case .poll:
+                    for name in supplies.keys {
+                        supplies[name] = source.read(name: name)
+                    }
+                case .reload:
+                    updatePolling(false) // restart with the new interval
+                    state.lastNudge = nil
+                }
+                updatePolling(evaluate(supplies, &state))
+            }
+        } onGracefulShutdown: {
+            continuation.finish()
+        }
+    }
+
+    struct MonitorState {
+        var estimator: DrainEstimator
+        var suspend = SuspendDetector()
+        var announcedNoBattery = false
+        var lastStatus: (SupplyStatus, Bool)?
+        var lastStored: BatterySample?
+        var lastNudge: Nudge.Severity??
+
+        init(estimatorConfiguration: DrainEstimator.Configuration) {
+            estimator = DrainEstimator(configuration: estimatorConfiguration)
+        }
+    }
+
+    /// Folds the supplies into a state, records it, logs what changed. Returns whether to poll.
+    private func evaluate(_ supplies: [String: RawPowerSupply], _ monitor: inout MonitorState) -> Bool {
+        let now = clock.now()
+        let state = PowerState(raw: Array(supplies.values))
+        if monitor.suspend.resumedSinceLastCheck() {
+            monitor.estimator.reset()
+            logger.info("resumed from suspend: drain history restarted")
+        }
+        for reading in state.supplies where !reading.problems.isEmpty {
+            logger.debug("power supply values ignored", metadata: [
+                "supply": "\(reading.name)", "problems": "\(reading.problems.joined(separator: "; "))",
+            ])
+        }
+        guard state.present, let sample = state.sample(at: now) else {
+            if !monitor.announcedNoBattery {
+                logger.notice("no system battery found: battery monitoring idles until one appears",
+                              metadata: ["supplies": "\(state.supplies.map(\.name).joined(separator: ","))"])
+                monitor.announcedNoBattery = true
+            }
+            monitor.lastStatus = nil
+            return false
+        }
+        monitor.announcedNoBattery = false
+        monitor.estimator.record(sample)
+        let shouldStore = monitor.lastStored.map {
+            now.timeIntervalSince($0.at) >= minimumStoreInterval || $0.onAC != sample.onAC || $0.status != sample.status
+                || now < $0.at
+        } ?? true
+        if shouldStore, let history {
+            do {
+                try history.append(sample)
+                monitor.lastStored = sample
+            } catch {
+                logger.error("cannot store battery sample", metadata: ["error": "\(error)"])
+            }
+        }
+        let status = BatteryStatus(state: state, drain: monitor.estimator.estimate(for: state))
+        var metadata: Logger.Metadata = [
+            "level": "\(Int((state.level ?? 0).rounded()))",
+            "status": "\(state.status.rawValue)",
+            "onAC": "\(state.onAC)",
+            "drainSource": "\(status.drain.source.rawValue)",
+        ]
+        if let drain = status.drain.percentPerHour { metadata["drainPercentPerHour"] = "\(drain.rounded(places: 2))" }
+        if monitor.lastStatus.map({ $0 != (state.status, state.onAC) }) ?? true {
+            logger.info("battery", metadata: metadata)
+            monitor.lastStatus = (state.status, state.onAC)
+        } else {
+            logger.debug("battery", metadata: metadata)
+        }
+        if let alarm = configuration.current.alarm {
+            let at = alarm.nextOccurrence(after: now, in: clock.timeZone)
+            let forecast = BatteryForecast.make(state: state, drain: status.drain, at: at, now: now)
+            let severity = forecast.nudge?.severity
+            if monitor.lastNudge != .some(severity) {
+                if let nudge = forecast.nudge {
+                    logger.warning("\(nudge.header): \(nudge.oneLine)", metadata: [
+                        "alarm": "\(alarm)", "hoursUntil": "\(forecast.hoursUntil.rounded(places: 2))",
+                    ])
+                } else if monitor.lastNudge != nil, monitor.lastNudge != .some(nil) {
+                    logger.info("battery will last until the alarm", metadata: ["alarm": "\(alarm)"])
+                }
+                monitor.lastNudge = .some(severity)
+            }
+        }
+        onEvaluated(status)
+        return !state.onAC
+    }
+}

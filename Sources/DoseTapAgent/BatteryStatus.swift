@@ -1,0 +1,33 @@
+import DoseTapCore
+import Foundation
+
+/// The battery as the CLI and the agent both report it: the combined state and its drain.
+public struct BatteryStatus: Sendable {
+    public var state: PowerState
+    public var drain: DrainEstimate
+
+    public init(state: PowerState, drain: DrainEstimate) {
+        self.state = state
+        self.drain = drain
+    }
+
+    /// Reads the supplies now and fits the drain from the recorded history when the hardware rate is
+    /// not usable. The current reading joins the history for the fit but is not stored.
+    public static func read(source: any PowerSupplySource, history: (any BatteryHistoryStore)?,
+                            now: Date, configuration: DrainEstimator.Configuration = .init()) throws -> BatteryStatus {
+        let state = PowerState(raw: try source.snapshot())
+        var estimator = DrainEstimator(configuration: configuration)
+        if state.hardwareDrainPercentPerHour == nil, state.present, !state.onAC, let history {
+            let stored = try history.samples(since: now.addingTimeInterval(-configuration.window))
+            estimator = DrainEstimator(samples: stored.filter { $0.at <= now }, configuration: configuration)
+            if let current = state.sample(at: now) { estimator.record(current) }
+        }
+        return BatteryStatus(state: state, drain: estimator.estimate(for: state))
+    }
+
+    /// Hours until empty at the estimated drain, or nil.
+    public var hoursToEmpty: Double? {
+        guard !state.onAC, let level = state.fineLevel, let drain = drain.percentPerHour, drain > 0 else { return nil }
+        return level / drain
+    }
+}

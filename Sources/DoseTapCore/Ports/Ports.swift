@@ -1,0 +1,31 @@
+import Foundation
+
+/// Time, as the outside world gives it. Named `WallClock` (not `Clock`, as design.md says) so it does not
+/// shadow the standard library's `Clock` protocol in every file that imports Core.
+public protocol WallClock: Sendable {
+    func now() -> Date
+    var timeZone: TimeZone { get }
+}
+
+/// The machine's power supplies.
+public protocol PowerSupplySource: Sendable {
+    /// Every power supply as it is now. An unplugged supply is simply absent.
+    func snapshot() throws -> [RawPowerSupply]
+    /// A fresh read of one supply, or nil when it has gone.
+    func read(name: String) -> RawPowerSupply?
+    /// Hotplug and change notifications, delivered from the adapter's own queue. The stream ends when
+    /// the consumer stops iterating it.
+    func events() -> AsyncStream<PowerSupplyEvent>
+}
+
+public enum PowerSupplyEvent: Sendable, Equatable {
+    case added(RawPowerSupply)
+    case changed(RawPowerSupply)
+    case removed(name: String)
+}
+
+/// The recorded battery history (bounded; the store keeps the last seven days).
+public protocol BatteryHistoryStore: Sendable {
+    func append(_ sample: BatterySample) throws
+    func samples(since: Date) throws -> [BatterySample]
+}

@@ -1,0 +1,48 @@
+import DoseTapCore
+import Foundation
+import GRDB
+
+/// The battery history, bounded to the last `retention` (seven days by default).
+public struct BatterySampleRepository: BatteryHistoryStore {
+    public let database: DoseTapDatabase
+    public let retention: TimeInterval
+
+    public init(database: DoseTapDatabase, retention: TimeInterval = 7 * 24 * 3600) {
+        self.database = database
+        self.retention = retention
+    }
+
+    /// Appends a sample and drops the ones older than the retention, in one transaction.
+    public func append(_ sample: BatterySample) throws {
+        try database.writer.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO battery_sample (at, level, energy_wh, energy_full_wh, rate_w, on_ac, status)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [sample.at.timeIntervalSince1970, sample.level, sample.energyWh, sample.energyFullWh,
+                            sample.rateW, sample.onAC, sample.status.rawValue])
+            let horizon = sample.at.addingTimeInterval(-retention).timeIntervalSince1970
+            try db.execute(sql: "DELETE FROM battery_sample WHERE at < ?", arguments: [horizon])
+        }
+    }
+
+    public func samples(since: Date) throws -> [BatterySample] {
+        try database.writer.read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT at, level, energy_wh, energy_full_wh, rate_w, on_ac, status FROM battery_sample WHERE at >= ? ORDER BY at, id",
+                arguments: [since.timeIntervalSince1970]
+            ).map { row in
+                BatterySample(at: Date(timeIntervalSince1970: row["at"]), level: row["level"],
+                              energyWh: row["energy_wh"], energyFullWh: row["energy_full_wh"],
+                              rateW: row["rate_w"], onAC: row["on_ac"],
+                              status: SupplyStatus(rawValue: row["status"]) ?? .unknown)
+            }
+        }
+    }
+
+    public func count() throws -> Int {
+        try database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM battery_sample") ?? 0 }
+    }
+}

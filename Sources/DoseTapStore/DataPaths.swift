@@ -1,0 +1,48 @@
+import Foundation
+
+/// Where DoseTap keeps its files, following the XDG base directory spec.
+///
+/// Data: `--data-dir`, else `$DOSETAP_DATA_DIR`, else `$XDG_DATA_HOME/dosetap`, else
+/// `~/.local/share/dosetap`. Config: `--config`, else `$XDG_CONFIG_HOME/dosetap/config.toml`, else
+/// `~/.config/dosetap/config.toml`.
+public struct DataPaths: Sendable, Equatable {
+    public var dataDirectory: URL
+    public var configFile: URL
+
+    public var databaseFile: URL { dataDirectory.appendingPathComponent("dosetap.sqlite") }
+
+    public init(dataDirectory: URL, configFile: URL) {
+        self.dataDirectory = dataDirectory
+        self.configFile = configFile
+    }
+
+    public static func resolve(dataDirectory: String? = nil, configFile: String? = nil,
+                               environment: [String: String] = ProcessInfo.processInfo.environment) -> DataPaths {
+        let home = nonEmpty(environment["HOME"]) ?? NSHomeDirectory()
+        let data: String
+        if let d = nonEmpty(dataDirectory) {
+            data = d
+        } else if let d = nonEmpty(environment["DOSETAP_DATA_DIR"]) {
+            data = d
+        } else if let x = nonEmpty(environment["XDG_DATA_HOME"]), x.hasPrefix("/") {
+            data = x + "/dosetap"
+        } else {
+            data = home + "/.local/share/dosetap"
+        }
+        let config: String
+        if let c = nonEmpty(configFile) {
+            config = c
+        } else if let x = nonEmpty(environment["XDG_CONFIG_HOME"]), x.hasPrefix("/") {
+            config = x + "/dosetap/config.toml"
+        } else {
+            config = home + "/.config/dosetap/config.toml"
+        }
+        return DataPaths(dataDirectory: URL(fileURLWithPath: data, isDirectory: true),
+                         configFile: URL(fileURLWithPath: config))
+    }
+
+    private static func nonEmpty(_ s: String?) -> String? {
+        guard let s, !s.isEmpty else { return nil }
+        return s
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import DoseTapAgent
+import Foundation
+import Logging
+
+struct AgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Run the DoseTap agent in the foreground (SIGTERM stops it, SIGHUP reloads the configuration)."
+    )
+
+    @OptionGroup var location: LocationOptions
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error (default: $DOSETAP_LOG_LEVEL or info).")
+    var logLevel: String?
+
+    func run() async throws {
+        let levelText = logLevel ?? ProcessInfo.processInfo.environment["DOSETAP_LOG_LEVEL"] ?? "info"
+        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+            throw CLIError("unknown log level '\(levelText)': use trace, debug, info, notice, warning, error or critical")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "dosetap.agent")
+        do {
+            try await Agent.run(paths: location.paths, logger: logger)
+        } catch {
+            throw CLIError("\(error)")
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import DoseTapCore
+import Foundation
+
+struct PredictCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "predict",
+        abstract: "Predict whether a battery lasts until the alarm.",
+        discussion: "predicted = level − drain × hours, clamped at 0 and rounded down: > 20% safe, 6–20% warning, ≤ 5% critical. Charging is always safe."
+    )
+
+    @Option(parsing: .unconditional, help: "Battery level now, in percent (0–100).")
+    var level: Double
+
+    @Option(parsing: .unconditional, help: "Drain in percent per hour (≥ 0).")
+    var drain: Double
+
+    @Option(parsing: .unconditional, help: "Hours until the alarm (≥ 0).")
+    var hours: Double
+
+    @Flag(help: "The machine is plugged in.")
+    var charging = false
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let input = RiskInput(level: level, drainPercentPerHour: drain, hours: hours, charging: charging)
+        let prediction: RiskPrediction
+        do {
+            prediction = try RiskPredictor.predict(input)
+        } catch {
+            throw CLIError(error.description)
+        }
+        if json {
+            printLine(JSON.object([
+                ("risk", .string(prediction.risk.rawValue)),
+                ("predictedLevel", .int(prediction.predictedLevel)),
+            ]).text)
+            return
+        }
+        printLine("\(prediction.risk.rawValue): estimated battery at alarm \(prediction.predictedLevel)%")
+        if let nudge = Nudge.forPrediction(prediction) {
+            printNudge(nudge)
+        }
+    }
+}
+
+func printNudge(_ nudge: Nudge) {
+    printLine(Terminal.colored(nudge.header, nudge.color.rawValue))
+    printLine(nudge.headline)
+    printLine(Terminal.colored(nudge.action, nudge.color.rawValue))
+}
+
+extension Nudge {
+    var json: JSON {
+        .object([
+            ("severity", .string(severity.rawValue)),
+            ("header", .string(header)),
+            ("headline", .string(headline)),
+            ("action", .string(action)),
+        ])
+    }
+}

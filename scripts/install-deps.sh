@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages DoseTap builds, runs and tests with, when they are missing.
+# Non-interactive; does nothing when everything is already installed.
+#   scripts/install-deps.sh run    # what `make run` needs
+#   scripts/install-deps.sh test   # what `make test` needs (adds the fixture tools)
+set -euo pipefail
+
+run_packages=(pkg-config libudev-dev libsqlite3-dev)
+test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime)
+
+packages=("${run_packages[@]}")
+if [[ "${1:-run}" == test ]]; then
+  packages+=("${test_packages[@]}")
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "Installing Debian packages: ${missing[*]}" >&2
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
