@@ -91,7 +91,10 @@ let package = Package(
         ),
         .testTarget(
             name: "DoseTapAgentTests",
-            dependencies: ["DoseTapAgent", "DoseTapTesting", "DoseTapStore"],
+            dependencies: [
+                "DoseTapAgent", "DoseTapTesting", "DoseTapStore",
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -49,7 +49,8 @@ public enum Agent {
 }
 
 /// Reloads `config.toml` on SIGHUP. A bad file is rejected with a log line; the old one stays.
-struct ReloadService: Service {
+struct ReloadService: Service, CustomStringConvertible {
+    var description: String { "ReloadService" }
     let paths: DataPaths
     let configuration: ConfigurationHolder
     let monitor: BatteryMonitor
@@ -74,7 +75,8 @@ struct ReloadService: Service {
 }
 
 /// Pings systemd's watchdog at half its timeout.
-struct WatchdogService: Service {
+struct WatchdogService: Service, CustomStringConvertible {
+    var description: String { "WatchdogService" }
     let notifier: SystemdNotifier
     let interval: Duration
 

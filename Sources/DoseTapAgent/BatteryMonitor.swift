@@ -18,7 +18,8 @@ public final class ConfigurationHolder: Sendable {
 /// Event-driven: udev add/change/remove events wake it; while (and only while) a system battery is
 /// discharging it also samples every `poll_seconds` (60 s at the most often). On AC, or without a
 /// battery, nothing is polled.
-public final class BatteryMonitor: Service, Sendable {
+public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
+    public var description: String { "BatteryMonitor" }
     enum Input: Sendable {
         case supply(PowerSupplyEvent)
         case poll

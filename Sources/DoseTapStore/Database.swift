@@ -60,6 +60,11 @@ public final class DoseTapDatabase: Sendable {
         return migrator
     }
 
+    /// "wal" for a healthy database.
+    public func journalMode() throws -> String {
+        try writer.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+
     /// The applied migrations, oldest first.
     public func appliedMigrations() throws -> [String] {
         try writer.read { db in try Self.migrator.appliedMigrations(db) }

@@ -67,11 +67,15 @@ public struct DrainEstimator: Sendable, Equatable {
         /// A longer gap between two samples means the machine slept or the agent was not running.
         public var maximumGap: TimeInterval
 
-        public init(window: TimeInterval = 90 * 60, minimumSpan: TimeInterval = 20 * 60,
-                    maximumGap: TimeInterval = 10 * 60) {
+        /// Hardware rates within this many seconds are smoothed together (median).
+        public var hardwareSmoothing: TimeInterval
+
+        public init(window: TimeInterval = 45 * 60, minimumSpan: TimeInterval = 20 * 60,
+                    maximumGap: TimeInterval = 10 * 60, hardwareSmoothing: TimeInterval = 5 * 60) {
             self.window = window
             self.minimumSpan = minimumSpan
             self.maximumGap = maximumGap
+            self.hardwareSmoothing = hardwareSmoothing
         }
     }
 
@@ -133,9 +137,22 @@ public struct DrainEstimator: Sendable, Equatable {
     }
 
     /// The best drain figure for the state now: hardware when sane, else history, else unknown.
+    ///
+    /// The hardware figure is the median of the sane rates seen in the last `hardwareSmoothing` seconds of
+    /// history and now: `power_now` jumps with every burst of load, and one spike must not raise an alarm.
     public func estimate(for state: PowerState) -> DrainEstimate {
-        if let hw = state.hardwareDrainPercentPerHour {
-            return DrainEstimate(percentPerHour: hw, source: .hardware)
+        if let instant = state.hardwareDrainPercentPerHour, let rate = state.rateW, let full = state.energyFullWh {
+            var rates = [rate]
+            if let last = history.last {
+                let horizon = last.at.addingTimeInterval(-configuration.hardwareSmoothing)
+                rates += history.reversed().prefix { $0.at >= horizon }
+                    .compactMap(\.rateW).filter { PowerState.saneRateW.contains($0) }
+            }
+            guard rates.count > 1 else { return DrainEstimate(percentPerHour: instant, source: .hardware) }
+            rates.sort()
+            let mid = rates.count / 2
+            let median = rates.count % 2 == 1 ? rates[mid] : (rates[mid - 1] + rates[mid]) / 2
+            return DrainEstimate(percentPerHour: median / full * 100, source: .hardware)
         }
         if state.present, !state.onAC, let fitted = historyDrainPercentPerHour {
             return DrainEstimate(percentPerHour: fitted, source: .history)
