@@ -81,7 +81,8 @@ struct WatchdogService: Service, CustomStringConvertible {
     let interval: Duration
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        // Shutdown cancels the sleep; that is the normal end, not a failure of the service.
+        try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 notifier.notify("WATCHDOG=1")
                 try await Task.sleep(for: interval)

@@ -1,0 +1,118 @@
+import DoseTapCore
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Testing
+
+@Suite("dosetap battery under umockdev (the real binary)")
+struct BatteryCLITests {
+    @Test("--json has the pinned keys and the scenario's values", arguments: ["energy-discharging", "charge-current", "two-batteries", "ac-online", "mouse-beside-laptop"])
+    func json(scenario: String) async throws {
+        let cli = try CLI()
+        let r = try await cli.run(["battery", "--json"], scenario: scenario)
+        #expect(r.exitCode == 0, "\(r.err)")
+        let object = try cli.json(r.out)
+        let system = try #require(object["system"] as? [String: Any])
+        for key in ["present", "level", "status", "onAC", "drainPercentPerHour", "drainSource", "hoursToEmpty"] {
+            #expect(system.keys.contains(key), "system.\(key)")
+        }
+        let supplies = try #require(object["supplies"] as? [[String: Any]])
+        #expect(!supplies.isEmpty)
+        for s in supplies {
+            for key in ["name", "type", "scope", "present", "status", "level"] { #expect(s.keys.contains(key), "supply \(key)") }
+        }
+        let expected = try #require(try Fixtures.powerSupplyScenarios().first { $0.name == scenario }?.expected["system"] as? [String: Any])
+        #expect(system["level"] as? Int == expected["level"] as? Int)
+        #expect(system["onAC"] as? Bool == expected["onAC"] as? Bool)
+        #expect(system["drainSource"] as? String == expected["drainSource"] as? String)
+        if let d = expected["drainPercentPerHour"] as? Double {
+            #expect(abs((system["drainPercentPerHour"] as? Double ?? -1) - d) <= 0.01)
+        } else {
+            #expect(system["drainPercentPerHour"] is NSNull)
+        }
+    }
+
+    @Test("--alarm: a critical night, with the time zone's offset and DST-true hours")
+    func alarmCritical() async throws {
+        let cli = try CLI()
+        // 22:00 on the fall-back night in New York: 06:30 is 9.5 real hours away.
+        let r = try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "energy-discharging",
+                                  fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
+        #expect(r.exitCode == 0, "\(r.err)")
+        let f = try cli.json(r.out)
+        #expect(f["alarmAt"] as? String == "2026-11-01T06:30:00-05:00")
+        #expect(abs((f["hoursUntil"] as? Double ?? 0) - 9.5) < 0.02)
+        #expect(f["level"] as? Int == 77)
+        #expect(f["charging"] as? Bool == false)
+        #expect(f["risk"] as? String == "critical")
+        #expect(f["predictedLevel"] as? Int == 0)
+        let nudge = try #require(f["nudge"] as? [String: Any])
+        #expect(nudge["severity"] as? String == "critical")
+        #expect(nudge["header"] as? String == "Alarm at Risk")
+        #expect(nudge["headline"] as? String == "Estimated battery at alarm: 0%")
+        #expect(nudge["action"] as? String == "Plug in now.")
+    }
+
+    @Test("--alarm on AC: safe, no nudge")
+    func alarmCharging() async throws {
+        let cli = try CLI()
+        let r = try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "ac-online")
+        let f = try cli.json(r.out)
+        #expect(f["risk"] as? String == "safe")
+        #expect(f["charging"] as? Bool == true)
+        #expect(f["nudge"] is NSNull)
+    }
+
+    @Test("--alarm with no battery: safe, nudge null, and a reason")
+    func alarmNoBattery() async throws {
+        let cli = try CLI()
+        let r = try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "no-battery")
+        let f = try cli.json(r.out)
+        #expect(f["risk"] as? String == "safe")
+        #expect(f["nudge"] is NSNull)
+        #expect((f["reason"] as? String)?.contains("no system battery") == true)
+        let plain = try await cli.run(["battery", "--json"], scenario: "no-supplies")
+        let system = try #require(try cli.json(plain.out)["system"] as? [String: Any])
+        #expect(system["present"] as? Bool == false)
+        #expect(system["drainPercentPerHour"] is NSNull)
+    }
+
+    @Test("a capacity-only battery: unknown until the agent's history gives a drain")
+    func capacityOnly() async throws {
+        let cli = try CLI()
+        let before = try cli.json(try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "capacity-only-ups").out)
+        #expect(before["risk"] as? String == "unknown")
+        #expect(before["predictedLevel"] is NSNull)
+        #expect(before["nudge"] is NSNull)
+        #expect(before["drainPercentPerHour"] is NSNull)
+
+        // 30 minutes of samples at 8 %/h ending at the fixture's level, as the agent records them.
+        let level = try #require(try cli.json(try await cli.run(["battery", "--json"], scenario: "capacity-only-ups").out)["system"]
+            .flatMap { ($0 as? [String: Any])?["level"] as? Int })
+        let repo = BatterySampleRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
+        let now = Date()
+        for m in 0...30 {
+            try repo.append(BatterySample(at: now.addingTimeInterval(Double(m - 31) * 60), level: Double(level) + Double(31 - m) * 8 / 60,
+                                          onAC: false, status: .discharging))
+        }
+        let after = try cli.json(try await cli.run(["battery", "--json"], scenario: "capacity-only-ups").out)
+        let system = try #require(after["system"] as? [String: Any])
+        #expect(system["drainSource"] as? String == "history")
+        #expect(abs((system["drainPercentPerHour"] as? Double ?? 0) - 8) < 0.5)
+        let forecast = try cli.json(try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "capacity-only-ups").out)
+        #expect(["safe", "warning", "critical"].contains(forecast["risk"] as? String ?? ""))
+        #expect(forecast["predictedLevel"] is Int)
+    }
+
+    @Test("garbage sysfs values are reported, not fatal")
+    func garbage() async throws {
+        let cli = try CLI()
+        let r = try await cli.run(["battery", "--json"], scenario: "garbage-values")
+        #expect(r.exitCode == 0)
+        let supplies = try #require(try cli.json(r.out)["supplies"] as? [[String: Any]])
+        #expect(supplies.contains { ($0["problems"] as? [String])?.isEmpty == false })
+        let text = try await cli.run(["battery"], scenario: "garbage-values")
+        #expect(text.exitCode == 0)
+        #expect(text.out.contains("System battery"))
+    }
+}

@@ -1,0 +1,107 @@
+import DoseTapTesting
+import Foundation
+import Subprocess
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the real `dosetap` binary in a private home (temporary XDG directories), optionally under
+/// `umockdev-run` with a recorded power-supply scenario and under `faketime`.
+struct CLI {
+    static var binary: String {
+        ProcessInfo.processInfo.environment["DOSETAP_BIN"]
+            ?? Fixtures.packageRoot.appendingPathComponent(".build/debug/dosetap").path
+    }
+
+    let home: URL
+
+    init() throws {
+        home = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+    }
+
+    var dataDirectory: URL { home.appendingPathComponent("data/dosetap") }
+    var configFile: URL { home.appendingPathComponent("config/dosetap/config.toml") }
+
+    func writeConfig(_ text: String) throws {
+        try FileManager.default.createDirectory(at: configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: configFile)
+    }
+
+    struct Result {
+        var status: TerminationStatus
+        var out: String
+        var err: String
+        var exitCode: Int32? { if case .exited(let c) = status { return c } else { return nil } }
+    }
+
+    /// The environment of a person's shell, without the test runner's preload libraries.
+    func environment(tz: String = "UTC", extra: [String: String] = [:]) -> Environment {
+        var env: [Environment.Key: String] = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": home.path,
+            "TZ": tz,
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "NO_COLOR": "1",
+        ]
+        for (k, v) in extra { env[Environment.Key(stringLiteral: k)] = v }
+        return .custom(env)
+    }
+
+    func command(_ args: [String], scenario: String?, fakeTime: String?) -> (Executable, [String]) {
+        var argv = [CLI.binary] + args
+        if let fakeTime { argv = ["/usr/bin/faketime", fakeTime] + argv }
+        if let scenario {
+            let path = Fixtures.root.appendingPathComponent("power_supply/\(scenario).umockdev").path
+            argv = ["/usr/bin/umockdev-run", "-d", path, "--"] + argv
+        }
+        return (.path(FilePath(argv[0])), Array(argv.dropFirst()))
+    }
+
+    func run(_ args: [String], scenario: String? = nil, fakeTime: String? = nil, tz: String = "UTC",
+             env: [String: String] = [:]) async throws -> Result {
+        let (exe, argv) = command(args, scenario: scenario, fakeTime: fakeTime)
+        let r = try await Subprocess.run(exe, arguments: Arguments(argv), environment: environment(tz: tz, extra: env),
+                                         output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+        return Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
+    }
+
+    func json(_ text: String) throws -> [String: Any] {
+        guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw FixtureError("not a JSON object: \(text)")
+        }
+        return object
+    }
+}
+
+/// A `$NOTIFY_SOCKET` stand-in: a datagram socket that collects what the agent tells systemd.
+final class NotifySocket: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+
+    init(directory: URL) throws {
+        path = directory.appendingPathComponent("notify.sock").path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard fd >= 0, rc == 0 else { throw FixtureError("cannot bind \(path)") }
+    }
+
+    deinit { close(fd) }
+
+    /// The next message, or nil after `timeout` seconds.
+    func receive(timeout: Double) -> String? {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, Int32(timeout * 1000)) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = recv(fd, &buffer, buffer.count, 0)
+        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
+    }
+}
