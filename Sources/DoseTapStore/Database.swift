@@ -27,6 +27,8 @@ public final class DoseTapDatabase: Sendable {
         config.busyMode = .timeout(5)
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
+            // The dose log must survive a power cut right after a confirmation: fsync on every commit.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         do {
             writer = try DatabasePool(path: path, configuration: config)
@@ -57,7 +59,55 @@ public final class DoseTapDatabase: Sendable {
                 t.column("status", .text).notNull()
             }
         }
+        migrator.registerMigration("v2-dose-log") { db in
+            try db.execute(sql: """
+                CREATE TABLE dose_event (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
+                    kind TEXT NOT NULL CHECK (kind IN ('dose1', 'dose2', 'snooze', 'skip', 'undo')),
+                    at REAL NOT NULL,
+                    time_zone TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    payload TEXT NOT NULL DEFAULT '{}'
+                );
+                CREATE INDEX dose_event_at ON dose_event(at);
+                CREATE TRIGGER dose_event_append_only_update BEFORE UPDATE ON dose_event
+                BEGIN SELECT RAISE(ABORT, 'the dose log is append-only'); END;
+                CREATE TRIGGER dose_event_append_only_delete BEFORE DELETE ON dose_event
+                WHEN (SELECT value FROM setting WHERE key = 'clearing') IS NULL
+                BEGIN SELECT RAISE(ABORT, 'the dose log is append-only'); END;
+                CREATE TABLE setting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE reminder_fired (
+                    session_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    due_at REAL NOT NULL,
+                    fired_at REAL NOT NULL,
+                    PRIMARY KEY (session_id, kind, due_at)
+                );
+                """)
+        }
         return migrator
+    }
+
+    /// Deletes everything the person asked to forget: dose history, settings, battery samples.
+    /// The dose log's append-only guard is lifted for this one transaction only.
+    public func clearAll() throws {
+        try writer.write { db in
+            try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('clearing', '1')")
+            try db.execute(sql: "DELETE FROM dose_event")
+            try db.execute(sql: "DELETE FROM reminder_fired")
+            try db.execute(sql: "DELETE FROM battery_sample")
+            try db.execute(sql: "DELETE FROM setting")
+        }
+    }
+
+    /// What `clearAll` would delete.
+    public func counts() throws -> (doseEvents: Int, settings: Int, samples: Int) {
+        try writer.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dose_event") ?? 0,
+             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM setting") ?? 0,
+             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM battery_sample") ?? 0)
+        }
     }
 
     /// "wal" for a healthy database.

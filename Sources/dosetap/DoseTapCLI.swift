@@ -8,7 +8,7 @@ struct DoseTapCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dosetap",
         abstract: "Makes sure an alarm, and a medication dose, never fail silently.",
-        subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self]
+        subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self]
     )
 
     /// Runs the command; every error is one line on stderr and a non-zero exit, never a stack trace.
@@ -20,6 +20,9 @@ struct DoseTapCLI: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+        } catch let exit as ExitCode {
+            // The command already said why (a refused dose prints its reason, then exits 2).
+            Foundation.exit(exit.rawValue)
         } catch {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }

@@ -1,0 +1,88 @@
+import Foundation
+
+/// The constants of the two-dose night (design.md §3.2). All durations are real elapsed time since
+/// dose 1, so DST and time-zone changes move the displayed clock times, never the window.
+public enum DoseRules {
+    /// The window opens at 150 minutes (inclusive)…
+    public static let windowOpens: TimeInterval = 150 * 60
+    /// …and closes at 240 minutes (exclusive).
+    public static let windowCloses: TimeInterval = 240 * 60
+    /// Near close: 15 minutes or less remain (elapsed ≥ 225 min).
+    public static let nearClose: TimeInterval = 225 * 60
+    /// After close, a late dose 2 may be recorded for 30 minutes, only with explicit confirmation.
+    public static let lateGrace: TimeInterval = 30 * 60
+    /// The dose 2 reminder options, in minutes after dose 1.
+    public static let targetOptions = [165, 180, 195, 210, 225]
+    public static let defaultTarget = 165
+    /// Each snooze moves the reminder 10 minutes; at most 3 a night; never past 225 minutes.
+    public static let snoozeStep: TimeInterval = 10 * 60
+    public static let maximumSnoozes = 3
+    public static let latestReminder: TimeInterval = 225 * 60
+    /// An action can be undone for 5 seconds.
+    public static let undoWindow: TimeInterval = 5
+    /// An input older than this when it is decided (a press queued while a button was away) is not a dose.
+    public static let maximumInputAge: TimeInterval = 3
+    /// A night starts at 18:00 local time: a dose 1 at 00:30 belongs to the previous evening.
+    public static let nightStartHour = 18
+}
+
+/// A calendar date, "YYYY-MM-DD", as a night is named.
+public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+    public var year: Int
+    public var month: Int
+    public var day: Int
+
+    public init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    public struct ParseError: Error, CustomStringConvertible {
+        public var text: String
+        public var description: String { "invalid date '\(text)': expected YYYY-MM-DD" }
+    }
+
+    public init(parsing text: String) throws(ParseError) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              parts.allSatisfy({ $0.allSatisfy(\.isASCIIDigit) }),
+              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+              (1...12).contains(m), (1...31).contains(d)
+        else { throw ParseError(text: text) }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let date = calendar.date(from: DateComponents(year: y, month: m, day: d)),
+              calendar.component(.day, from: date) == d else { throw ParseError(text: text) }
+        year = y
+        month = m
+        day = d
+    }
+
+    public var description: String {
+        String(format: "%04d-%02d-%02d", year, month, day)
+    }
+
+    public static func < (a: LocalDate, b: LocalDate) -> Bool {
+        (a.year, a.month, a.day) < (b.year, b.month, b.day)
+    }
+
+    /// The date `days` later (or earlier, when negative).
+    public func adding(days: Int) -> LocalDate {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let date = calendar.date(from: DateComponents(year: year, month: month, day: day))!
+        let moved = calendar.date(byAdding: .day, value: days, to: date)!
+        let c = calendar.dateComponents([.year, .month, .day], from: moved)
+        return LocalDate(year: c.year!, month: c.month!, day: c.day!)
+    }
+
+    /// The night an instant belongs to: its local date, or the day before when before 18:00.
+    public static func night(of instant: Date, in timeZone: TimeZone) -> LocalDate {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let c = calendar.dateComponents([.year, .month, .day, .hour], from: instant)
+        let date = LocalDate(year: c.year!, month: c.month!, day: c.day!)
+        return c.hour! < DoseRules.nightStartHour ? date.adding(days: -1) : date
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+
+/// The pinned phase names of a night.
+public enum DosePhase: String, Sendable, Equatable, Codable, CaseIterable {
+    /// No dose 1 this night.
+    case idle
+    /// Dose 1 taken; the window is not open yet.
+    case waiting
+    case open
+    /// 15 minutes or less remain.
+    case nearClose = "near-close"
+    /// After 240 minutes, within the 30-minute grace in which only a confirmed late dose may be recorded.
+    case closed
+    case completed
+    case skipped
+}
+
+/// One night: a dose 1 and what followed it, folded from the log.
+public struct NightSession: Sendable, Equatable {
+    public var dose1: DoseEvent
+    public var targetMinutes: Int
+    public var dose2: DoseEvent?
+    public var snoozes: [DoseEvent] = []
+    public var skip: DoseEvent?
+
+    public var id: UUID { dose1.id }
+    public var nightDate: LocalDate { LocalDate.night(of: dose1.at, in: dose1.zone) }
+    public var windowOpensAt: Date { dose1.at.addingTimeInterval(DoseRules.windowOpens) }
+    public var windowClosesAt: Date { dose1.at.addingTimeInterval(DoseRules.windowCloses) }
+    public var nearCloseAt: Date { dose1.at.addingTimeInterval(DoseRules.nearClose) }
+    public var graceEndsAt: Date { dose1.at.addingTimeInterval(DoseRules.windowCloses + DoseRules.lateGrace) }
+
+    /// The target plus the snoozes. A snooze moves the reminder 10 minutes past the later of the reminder
+    /// in force and the moment of the snooze (snoozing a reminder that already rang means "in 10 minutes").
+    public var reminderAt: Date {
+        var reminder = dose1.at.addingTimeInterval(TimeInterval(targetMinutes) * 60)
+        for snooze in snoozes {
+            reminder = max(reminder, snooze.at).addingTimeInterval(DoseRules.snoozeStep)
+        }
+        return reminder
+    }
+
+    /// The skip a person chose (not the agent's automatic one).
+    public var manualSkip: DoseEvent? {
+        guard let skip, case .skip(let reason) = skip.kind, !(reason?.isAutomatic ?? false) else { return nil }
+        return skip
+    }
+
+    public var skipReason: SkipReason? {
+        guard dose2 == nil, let skip, case .skip(let reason) = skip.kind else { return nil }
+        return reason
+    }
+
+    public var isLate: Bool {
+        if let dose2, case .dose2(let late) = dose2.kind { return late }
+        return false
+    }
+
+    /// Whole minutes from dose 1 to dose 2.
+    public var intervalMinutes: Int? {
+        dose2.map { Int(($0.at.timeIntervalSince(dose1.at) / 60).rounded(.down)) }
+    }
+
+    public func elapsed(at now: Date) -> TimeInterval { now.timeIntervalSince(dose1.at) }
+
+    /// The phase at an instant: real elapsed time since dose 1, whatever the clocks on the wall say.
+    public func phase(at now: Date) -> DosePhase {
+        if dose2 != nil { return .completed }
+        if manualSkip != nil { return .skipped }
+        let elapsed = elapsed(at: now)
+        if elapsed < DoseRules.windowOpens { return .waiting }
+        if elapsed < DoseRules.nearClose { return .open }
+        if elapsed < DoseRules.windowCloses { return .nearClose }
+        if elapsed < DoseRules.windowCloses + DoseRules.lateGrace { return .closed }
+        return .skipped
+    }
+
+    /// Still waiting for dose 2 (or a skip), including the late grace.
+    public func isActive(at now: Date) -> Bool {
+        [.waiting, .open, .nearClose, .closed].contains(phase(at: now))
+    }
+
+    /// Minutes until close, rounded up, while the window can still be used on time.
+    public func minutesRemaining(at now: Date) -> Int? {
+        guard [.waiting, .open, .nearClose].contains(phase(at: now)) else { return nil }
+        return Int((windowClosesAt.timeIntervalSince(now) / 60).rounded(.up))
+    }
+
+    /// On time: dose 2 inside the window. A skip (by hand or at close) counts as missed.
+    public func onTime(at now: Date) -> Bool? {
+        if let dose2, case .dose2(let late) = dose2.kind { return !late }
+        return phase(at: now) == .skipped ? false : nil
+    }
+}
+
+/// The log folded into nights. Undone events (and their undos) are removed first; the rest is read in
+/// log order: a dose 1 starts a night, everything else belongs to the night before it.
+public struct DoseLog: Sendable, Equatable {
+    public private(set) var events: [DoseEvent]
+    public private(set) var sessions: [NightSession] = []
+
+    public init(events: [DoseEvent]) {
+        self.events = events
+        var undone = Set<UUID>()
+        for event in events {
+            if case .undo(let target) = event.kind { undone.insert(target) }
+        }
+        for event in events where !undone.contains(event.id) {
+            switch event.kind {
+            case .dose1(let target):
+                sessions.append(NightSession(dose1: event, targetMinutes: target))
+            case .dose2:
+                guard var night = sessions.popLast() else { continue }
+                if night.dose2 == nil { night.dose2 = event }
+                sessions.append(night)
+            case .snooze:
+                guard var night = sessions.popLast() else { continue }
+                night.snoozes.append(event)
+                sessions.append(night)
+            case .skip:
+                guard var night = sessions.popLast() else { continue }
+                if night.skip == nil || (night.manualSkip == nil && !Self.isAutomatic(event)) { night.skip = event }
+                sessions.append(night)
+            case .undo:
+                continue
+            }
+        }
+    }
+
+    static func isAutomatic(_ event: DoseEvent) -> Bool {
+        if case .skip(let reason) = event.kind { return reason?.isAutomatic ?? false }
+        return false
+    }
+
+    /// Actions a person can undo, newest last (not undone, not the agent's automatic skip).
+    public var undoableActions: [DoseEvent] {
+        var undone = Set<UUID>()
+        for event in events {
+            if case .undo(let target) = event.kind { undone.insert(target) }
+        }
+        return events.filter { event in
+            guard !undone.contains(event.id) else { return false }
+            switch event.kind {
+            case .dose1, .dose2, .snooze: return true
+            case .skip: return !Self.isAutomatic(event)
+            case .undo: return false
+            }
+        }
+    }
+
+    /// The night that is current at `now`: the last one while it is active, or while it is still the same
+    /// night (18:00 boundary) as now — judged both in the zone of now and in the zone Dose 1 was taken in,
+    /// so a traveller crossing time zones never gets a second Dose 1 in what is still the same night.
+    /// Nil means idle.
+    public func currentSession(at now: Date, in timeZone: TimeZone) -> NightSession? {
+        guard let last = sessions.last else { return nil }
+        if last.isActive(at: now) { return last }
+        if now < last.dose1.at { return last } // the clock went back: the night is not over
+        if LocalDate.night(of: now, in: timeZone) == last.nightDate { return last }
+        if LocalDate.night(of: now, in: last.dose1.zone) == last.nightDate { return last }
+        return nil
+    }
+
+    public func status(at now: Date, in timeZone: TimeZone) -> NightStatus {
+        NightStatus(session: currentSession(at: now, in: timeZone), now: now, timeZone: timeZone)
+    }
+}
+
+/// Everything `dosetap dose status` shows, computed for one instant.
+public struct NightStatus: Sendable, Equatable {
+    public var session: NightSession?
+    public var now: Date
+    public var timeZone: TimeZone
+
+    public var phase: DosePhase { session?.phase(at: now) ?? .idle }
+    public var nightDate: LocalDate { session?.nightDate ?? LocalDate.night(of: now, in: timeZone) }
+    public var snoozesUsed: Int { session?.snoozes.count ?? 0 }
+    public var snoozesLeft: Int { DoseRules.maximumSnoozes - snoozesUsed }
+
+    /// The reminder, while dose 2 is still to come.
+    public var reminderAt: Date? {
+        guard let session, [.waiting, .open, .nearClose].contains(phase) else { return nil }
+        return session.reminderAt
+    }
+
+    public var minutesRemaining: Int? { session?.minutesRemaining(at: now) }
+    public var onTime: Bool? { session?.onTime(at: now) }
+    public var skipReason: SkipReason? {
+        guard let session, [.skipped, .closed].contains(phase) else { return nil }
+        return session.skipReason
+    }
+}

@@ -1,0 +1,144 @@
+import DoseTapCore
+import Foundation
+import GRDB
+
+/// The result of one dose input, decided and (when accepted) committed in one transaction.
+public enum DoseOutcome: Sendable {
+    case recorded(DoseEvent, confirmation: String, status: NightStatus)
+    case refused(DoseRefusal, status: NightStatus)
+}
+
+/// The append-only dose log. Every input runs its policy check and its insert inside one
+/// `BEGIN IMMEDIATE` transaction, so two processes pressing "take" at the same instant record one dose:
+/// the second waits for the first to commit, then decides on the log that includes it.
+public struct DoseRepository: Sendable {
+    public let database: DoseTapDatabase
+
+    public init(database: DoseTapDatabase) {
+        self.database = database
+    }
+
+    /// How far back the current night's events can be: a night lasts 270 minutes, plus the same night's
+    /// date boundary. Two days is ample and keeps the read small.
+    static let recentHorizon: TimeInterval = 48 * 3600
+
+    public func submit(_ input: DoseInput, now: Date, timeZone: TimeZone) throws -> DoseOutcome {
+        try database.writer.writeWithoutTransaction { db in
+            var outcome: DoseOutcome!
+            try db.inTransaction(.immediate) {
+                let settings = try SettingsRepository.load(db)
+                let log = DoseLog(events: try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon)))
+                switch DosePolicy.decide(input, log: log, now: now, timeZone: timeZone,
+                                         targetMinutes: settings.dose2TargetMinutes) {
+                case .refuse(let refusal):
+                    outcome = .refused(refusal, status: log.status(at: now, in: timeZone))
+                    return .rollback
+                case .record(let kind, let confirmation):
+                    let event = DoseEvent(id: UUID(), kind: kind, at: now, timeZone: timeZone.identifier, source: input.source)
+                    try Self.insert(event, db)
+                    let after = DoseLog(events: log.events + [event])
+                    outcome = .recorded(event, confirmation: confirmation, status: after.status(at: now, in: timeZone))
+                    return .commit
+                }
+            }
+            return outcome
+        }
+    }
+
+    /// The night as it stands at `now`.
+    public func status(now: Date, timeZone: TimeZone) throws -> NightStatus {
+        try recentLog(now: now).status(at: now, in: timeZone)
+    }
+
+    public func recentLog(now: Date) throws -> DoseLog {
+        try database.writer.read { db in
+            DoseLog(events: try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon)))
+        }
+    }
+
+    /// The whole log, in order.
+    public func allEvents() throws -> [DoseEvent] {
+        try database.writer.read { db in try Self.events(db, since: nil) }
+    }
+
+    public func count() throws -> Int {
+        try database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dose_event") ?? 0 }
+    }
+
+    /// Inserts events as they are (imports, benchmarks, tests). Each must be new.
+    public func append(_ events: [DoseEvent]) throws {
+        try database.writer.write { db in
+            for event in events { try Self.insert(event, db) }
+        }
+    }
+
+    static func events(_ db: Database, since: Date?) throws -> [DoseEvent] {
+        var sql = "SELECT id, kind, at, time_zone, source, payload FROM dose_event"
+        var arguments: StatementArguments = []
+        if let since {
+            sql += " WHERE at >= ? OR seq >= (SELECT COALESCE(MAX(seq), 0) - 64 FROM dose_event)"
+            arguments = [since.timeIntervalSince1970]
+        }
+        sql += " ORDER BY seq"
+        return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap(decode)
+    }
+
+    static func decode(_ row: Row) -> DoseEvent? {
+        guard let id = UUID(uuidString: row["id"]),
+              let source = InputSource(rawValue: row["source"]) else { return nil }
+        let payload = (try? JSONSerialization.jsonObject(with: Data((row["payload"] as String).utf8))) as? [String: Any] ?? [:]
+        let kind: DoseEvent.Kind
+        switch row["kind"] as String {
+        case "dose1": kind = .dose1(targetMinutes: payload["targetMinutes"] as? Int ?? DoseRules.defaultTarget)
+        case "dose2": kind = .dose2(late: payload["late"] as? Bool ?? false)
+        case "snooze": kind = .snooze
+        case "skip": kind = .skip((payload["reason"] as? String).flatMap(SkipReason.init(rawValue:)))
+        case "undo":
+            guard let target = (payload["undoes"] as? String).flatMap(UUID.init(uuidString:)) else { return nil }
+            kind = .undo(of: target)
+        default: return nil
+        }
+        return DoseEvent(id: id, kind: kind, at: Date(timeIntervalSince1970: row["at"]), timeZone: row["time_zone"], source: source)
+    }
+
+    static func insert(_ event: DoseEvent, _ db: Database) throws {
+        let (kind, payload): (String, [String: Any])
+        switch event.kind {
+        case .dose1(let target): (kind, payload) = ("dose1", ["targetMinutes": target])
+        case .dose2(let late): (kind, payload) = ("dose2", ["late": late])
+        case .snooze: (kind, payload) = ("snooze", [:])
+        case .skip(let reason): (kind, payload) = ("skip", reason.map { ["reason": $0.rawValue] } ?? [:])
+        case .undo(let target): (kind, payload) = ("undo", ["undoes": target.uuidString])
+        }
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]), as: UTF8.self)
+        try db.execute(
+            sql: "INSERT INTO dose_event (id, kind, at, time_zone, source, payload) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [event.id.uuidString, kind, event.at.timeIntervalSince1970, event.timeZone, event.source.rawValue, json])
+    }
+}
+
+/// Settings as JSON values in a key/value table.
+public struct SettingsRepository: Sendable {
+    public let database: DoseTapDatabase
+
+    public init(database: DoseTapDatabase) {
+        self.database = database
+    }
+
+    public func load() throws -> UserSettings {
+        try database.writer.read { db in try Self.load(db) }
+    }
+
+    public func save(_ settings: UserSettings) throws {
+        let data = try JSONEncoder().encode(settings)
+        try database.writer.write { db in
+            try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('user', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [String(decoding: data, as: UTF8.self)])
+        }
+    }
+
+    static func load(_ db: Database) throws -> UserSettings {
+        guard let text = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'user'") else { return .defaults }
+        return (try? JSONDecoder().decode(UserSettings.self, from: Data(text.utf8))) ?? .defaults
+    }
+}
