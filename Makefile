@@ -16,7 +16,7 @@ build: deps
 	$(SWIFT) build --product dosetap
 
 release: deps
-	$(SWIFT) build -c release --product dosetap
+	$(SWIFT) build -c release --static-swift-stdlib --product dosetap
 
 run: build
 	.build/debug/dosetap agent $(ARGS)

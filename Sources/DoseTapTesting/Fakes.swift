@@ -104,3 +104,12 @@ extension RawPowerSupply {
         RawPowerSupply(name: name, attributes: ["type": "Mains", "online": online ? "1" : "0"])
     }
 }
+
+/// "yyyy-MM-dd HH:mm:ss" read as a wall-clock time in `zone`.
+public func localDate(_ text: String, _ zone: TimeZone) -> Date {
+    let f = DateFormatter()
+    f.locale = Locale(identifier: "en_US_POSIX")
+    f.timeZone = zone
+    f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+    return f.date(from: text)!
+}

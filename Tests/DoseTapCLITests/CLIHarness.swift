@@ -52,7 +52,8 @@ struct CLI {
 
     func command(_ args: [String], scenario: String?, fakeTime: String?) -> (Executable, [String]) {
         var argv = [CLI.binary] + args
-        if let fakeTime { argv = ["/usr/bin/faketime", fakeTime] + argv }
+        // "-f" with an absolute time freezes the clock: every run sees exactly that instant.
+        if let fakeTime { argv = ["/usr/bin/faketime", "-f", fakeTime] + argv }
         if let scenario {
             let path = Fixtures.root.appendingPathComponent("power_supply/\(scenario).umockdev").path
             argv = ["/usr/bin/umockdev-run", "-d", path, "--"] + argv
@@ -61,11 +62,17 @@ struct CLI {
     }
 
     func run(_ args: [String], scenario: String? = nil, fakeTime: String? = nil, tz: String = "UTC",
-             env: [String: String] = [:]) async throws -> Result {
+             env: [String: String] = [:], input: String? = nil) async throws -> Result {
         let (exe, argv) = command(args, scenario: scenario, fakeTime: fakeTime)
         let r = try await Subprocess.run(exe, arguments: Arguments(argv), environment: environment(tz: tz, extra: env),
+                                         input: .string(input ?? ""),
                                          output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
         return Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
+    }
+
+    /// A dose command at a fake local time in New York (or `tz`).
+    func dose(_ args: [String], at local: String, tz: String = "America/New_York", input: String? = nil) async throws -> Result {
+        try await run(args, fakeTime: local, tz: tz, input: input)
     }
 
     func json(_ text: String) throws -> [String: Any] {

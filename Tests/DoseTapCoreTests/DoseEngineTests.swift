@@ -1,4 +1,5 @@
 import DoseTapCore
+import DoseTapTesting
 import Foundation
 import Testing
 
@@ -45,14 +46,6 @@ extension DoseDecision {
         case .refuse(let r): r.message
         }
     }
-}
-
-func localDate(_ text: String, _ zone: TimeZone) -> Date {
-    let f = DateFormatter()
-    f.locale = Locale(identifier: "en_US_POSIX")
-    f.timeZone = zone
-    f.dateFormat = "yyyy-MM-dd HH:mm:ss"
-    return f.date(from: text)!
 }
 
 @Suite("The two-dose night")

@@ -1,4 +1,5 @@
 import DoseTapCore
+import DoseTapTesting
 import Foundation
 import PropertyBased
 import Testing

@@ -18,11 +18,11 @@ struct StoreTests {
     func create() throws {
         let dir = try temporaryDirectory()
         let db = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try db.appliedMigrations() == ["v1-battery-samples"])
+        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log"])
         #expect(try db.journalMode() == "wal")
         // Re-opening runs no migration twice.
         let again = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try again.appliedMigrations() == ["v1-battery-samples"])
+        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log"])
     }
 
     @Test("openIfPresent does not create a database")
@@ -101,5 +101,114 @@ struct StoreTests {
         e["XDG_CONFIG_HOME"] = ""
         #expect(DataPaths.resolve(environment: e).dataDirectory.path == "/home/p/.local/share/dosetap")
         #expect(DataPaths.resolve(environment: e).configFile.path == "/home/p/.config/dosetap/config.toml")
+    }
+}
+
+@Suite("The durable dose log")
+struct DoseLogStoreTests {
+    func database() throws -> (URL, DoseTapDatabase) {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-dose-\(UUID().uuidString)")
+        return (url, try DoseTapDatabase(directory: url))
+    }
+
+    let ny = TimeZone(identifier: "America/New_York")!
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func take(_ repo: DoseRepository, at: Date, source: InputSource = .cli) throws -> DoseOutcome {
+        try repo.submit(DoseInput(command: .take(confirmLate: false), source: source, issuedAt: at), now: at, timeZone: ny)
+    }
+
+    @Test("events round-trip with kind, instant, zone, source and payload, in log order")
+    func roundTrip() throws {
+        let (_, db) = try database()
+        let repo = DoseRepository(database: db)
+        let events = [
+            DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 195), at: t0, timeZone: "America/New_York", source: .button),
+            DoseEvent(id: UUID(), kind: .snooze, at: t0.addingTimeInterval(60), timeZone: "Europe/Paris", source: .notification),
+            DoseEvent(id: UUID(), kind: .skip(.sideEffects), at: t0.addingTimeInterval(120), timeZone: "UTC", source: .cli),
+            DoseEvent(id: UUID(), kind: .skip(nil), at: t0.addingTimeInterval(121), timeZone: "UTC", source: .web),
+            DoseEvent(id: UUID(), kind: .dose2(late: true), at: t0.addingTimeInterval(180), timeZone: "UTC", source: .cli),
+        ]
+        let undo = DoseEvent(id: UUID(), kind: .undo(of: events[1].id), at: t0.addingTimeInterval(61), timeZone: "UTC", source: .agent)
+        try repo.append(events + [undo])
+        #expect(try repo.allEvents() == events + [undo])
+    }
+
+    @Test("the log is append-only: the database itself refuses updates and deletes")
+    func appendOnly() throws {
+        let (_, db) = try database()
+        let repo = DoseRepository(database: db)
+        _ = try take(repo, at: t0)
+        #expect(throws: (any Error).self) { try db.writer.write { try $0.execute(sql: "UPDATE dose_event SET at = 0") } }
+        #expect(throws: (any Error).self) { try db.writer.write { try $0.execute(sql: "DELETE FROM dose_event") } }
+        #expect(try repo.count() == 1)
+    }
+
+    @Test("a refused input writes nothing; an accepted one is visible to a second connection at once")
+    func refusedWritesNothing() throws {
+        let (url, db) = try database()
+        let repo = DoseRepository(database: db)
+        guard case .recorded = try take(repo, at: t0) else { Issue.record("dose 1 refused"); return }
+        guard case .refused(let r, _) = try take(repo, at: t0.addingTimeInterval(60)) else { Issue.record("dose 2 too early accepted"); return }
+        #expect(r.code == .tooEarly)
+        let other = DoseRepository(database: try DoseTapDatabase(directory: url))
+        #expect(try other.count() == 1)
+        #expect(try other.status(now: t0.addingTimeInterval(61), timeZone: ny).phase == .waiting)
+    }
+
+    @Test("two connections pressing take at the same instant record exactly one Dose 2", arguments: 0..<5)
+    func race(round: Int) async throws {
+        let (url, db) = try database()
+        _ = try take(DoseRepository(database: db), at: t0)
+        let when = t0.addingTimeInterval(170 * 60)
+        let zone = ny
+        let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    // Each its own pool: as separate processes would be.
+                    let repo = DoseRepository(database: try DoseTapDatabase(directory: url))
+                    let outcome = try repo.submit(DoseInput(command: .take(confirmLate: false), source: .cli, issuedAt: when),
+                                                  now: when, timeZone: zone)
+                    if case .recorded = outcome { return true }
+                    return false
+                }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == 1)
+        let events = try DoseRepository(database: db).allEvents()
+        #expect(events.filter { if case .dose2 = $0.kind { true } else { false } }.count == 1)
+    }
+
+    @Test("the target in the settings is the one Dose 1 records")
+    func targetFromSettings() throws {
+        let (_, db) = try database()
+        var settings = UserSettings.defaults
+        settings.dose2TargetMinutes = 210
+        try SettingsRepository(database: db).save(settings)
+        let repo = DoseRepository(database: db)
+        guard case .recorded(let event, _, let status) = try take(repo, at: t0) else { Issue.record("refused"); return }
+        #expect(event.kind == .dose1(targetMinutes: 210))
+        #expect(status.reminderAt == t0.addingTimeInterval(210 * 60))
+    }
+
+    @Test("settings persist and survive a reopen; data clear removes everything")
+    func settingsAndClear() throws {
+        let (url, db) = try database()
+        var s = UserSettings.defaults
+        s.bedtime = "23:15"
+        s.configured = true
+        try SettingsRepository(database: db).save(s)
+        _ = try take(DoseRepository(database: db), at: t0)
+        try BatterySampleRepository(database: db).append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
+        let reopened = try DoseTapDatabase(directory: url)
+        #expect(try SettingsRepository(database: reopened).load() == s)
+        #expect(try reopened.counts() == (1, 1, 1))
+        try reopened.clearAll()
+        #expect(try reopened.counts() == (0, 0, 0))
+        #expect(try SettingsRepository(database: reopened).load() == .defaults)
+        // The append-only guard is back after the clear.
+        _ = try take(DoseRepository(database: reopened), at: t0)
+        #expect(throws: (any Error).self) { try reopened.writer.write { try $0.execute(sql: "DELETE FROM dose_event") } }
     }
 }
