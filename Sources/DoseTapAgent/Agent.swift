@@ -32,8 +32,20 @@ public enum Agent {
                     logger.debug("told systemd we are ready")
                 }
             })
+        let watcher: DirectoryWatcher?
+        do {
+            watcher = try DirectoryWatcher(directory: paths.dataDirectory.path)
+        } catch {
+            logger.error("cannot watch the database; changes made by the command line are seen within 5 minutes",
+                         metadata: ["error": "\(error)"])
+            watcher = nil
+        }
+        let scheduler = DoseScheduler(repository: DoseRepository(database: database), clock: SystemClock(),
+                                      notifier: LogNotifier(logger: logger), logger: logger,
+                                      databaseChanges: watcher?.changes)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: monitor),
+            .init(service: scheduler),
             .init(service: ReloadService(paths: paths, configuration: configuration, monitor: monitor,
                                          notifier: notifier, logger: logger)),
         ]
@@ -43,6 +55,7 @@ public enum Agent {
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        withExtendedLifetime(watcher) {}
         notifier.notify("STOPPING=1")
         logger.info("agent stopped")
     }

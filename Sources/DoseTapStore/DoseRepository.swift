@@ -65,6 +65,29 @@ public struct DoseRepository: Sendable {
         try database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dose_event") ?? 0 }
     }
 
+    /// The reminders already fired for a night.
+    public func firedReminders(session: UUID) throws -> Set<Reminder> {
+        try database.writer.read { db in
+            Set(try Row.fetchAll(db, sql: "SELECT kind, due_at FROM reminder_fired WHERE session_id = ?",
+                                 arguments: [session.uuidString]).compactMap { row in
+                ReminderKind(rawValue: row["kind"]).map {
+                    Reminder(kind: $0, sessionID: session, dueAt: Date(timeIntervalSince1970: row["due_at"]))
+                }
+            })
+        }
+    }
+
+    /// Remembers that reminders were fired (or made pointless), so a restart never repeats them.
+    public func markFired(_ reminders: [Reminder], at now: Date) throws {
+        guard !reminders.isEmpty else { return }
+        try database.writer.write { db in
+            for r in reminders {
+                try db.execute(sql: "INSERT OR IGNORE INTO reminder_fired (session_id, kind, due_at, fired_at) VALUES (?, ?, ?, ?)",
+                               arguments: [r.sessionID.uuidString, r.kind.rawValue, r.dueAt.timeIntervalSince1970, now.timeIntervalSince1970])
+            }
+        }
+    }
+
     /// Inserts events as they are (imports, benchmarks, tests). Each must be new.
     public func append(_ events: [DoseEvent]) throws {
         try database.writer.write { db in

@@ -97,3 +97,106 @@ struct AgentProcessTests {
         #expect(r.err.split(separator: "\n").count == 1)
     }
 }
+
+/// Collects an agent's stderr lines while it runs.
+final class LineBuffer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+    func count(_ text: String) -> Int { all.filter { $0.contains(text) }.count }
+
+    /// Waits until a line contains `text`; returns the seconds it took, or nil on timeout.
+    func wait(for text: String, timeout: Double) async -> Double? {
+        let start = Date()
+        while Date().timeIntervalSince(start) < timeout {
+            if count(text) > 0 { return Date().timeIntervalSince(start) }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+}
+
+@Suite("dosetap agent: reminders for real")
+struct AgentReminderTests {
+    /// Runs the agent while `body` acts; returns its log lines.
+    func withAgent(_ cli: CLI, _ body: @Sendable (LineBuffer) async throws -> Void) async throws -> [String] {
+        let (exe, argv) = cli.command(["agent"], scenario: "no-battery", fakeTime: nil)
+        let buffer = LineBuffer()
+        let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(tz: "America/New_York"),
+                                              input: .none, output: .discarded, error: .sequence) { execution in
+            let reader = Task {
+                for try await line in execution.standardError.strings() { buffer.append(line) }
+            }
+            _ = await buffer.wait(for: "agent starting", timeout: 10)
+            try await body(buffer)
+            try execution.send(signal: .terminate)
+            _ = try? await reader.value
+        }
+        #expect(result.terminationStatus == .exited(0))
+        return buffer.all
+    }
+
+    @Test("the agent sees a Dose 1 taken on the command line within a second")
+    func noticesCLI() async throws {
+        let cli = try CLI()
+        _ = try DoseTapDatabase(directory: cli.dataDirectory)
+        _ = try await withAgent(cli) { log in
+            try await Task.sleep(for: .milliseconds(300))
+            let take = try await cli.run(["dose", "take"], tz: "America/New_York")
+            #expect(take.exitCode == 0)
+            let seconds = await log.wait(for: "night scheduled", timeout: 5)
+            #expect(seconds != nil && seconds! < 1.0, "noticed after \(String(describing: seconds)) s")
+        }
+    }
+
+    @Test("a reminder falls due while the agent runs: rung once; a restart does not ring it again")
+    func ringsOnce() async throws {
+        let cli = try CLI()
+        let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
+        // Dose 1 149 min 57 s ago: the window opens in 3 s.
+        let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: Date().addingTimeInterval(-(150 * 60 - 3)),
+                              timeZone: "America/New_York", source: .cli)
+        try repo.append([dose1])
+        let first = try await withAgent(cli) { log in
+            #expect(await log.wait(for: "Dose window now open", timeout: 10) != nil)
+            try await Task.sleep(for: .seconds(1))
+        }
+        #expect(first.filter { $0.contains("Dose window now open") }.count == 1)
+        let second = try await withAgent(cli) { _ in try await Task.sleep(for: .seconds(1.5)) }
+        #expect(second.filter { $0.contains("Dose window now open") }.isEmpty)
+    }
+
+    @Test("Dose 2 taken before the reminder: the reminder never rings")
+    func cancelled() async throws {
+        let cli = try CLI()
+        let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
+        // The reminder is due in 4 s; Dose 2 is taken now (the window is open).
+        let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: Date().addingTimeInterval(-(165 * 60 - 4)),
+                              timeZone: "America/New_York", source: .cli)
+        try repo.append([dose1])
+        let log = try await withAgent(cli) { log in
+            _ = await log.wait(for: "night scheduled", timeout: 5)
+            let take = try await cli.run(["dose", "take"], tz: "America/New_York")
+            #expect(take.exitCode == 0, "\(take.err)")
+            #expect(await log.wait(for: "reminders cancelled", timeout: 3) != nil)
+            try await Task.sleep(for: .seconds(5))
+        }
+        #expect(log.filter { $0.contains("Time for Dose 2") }.isEmpty)
+    }
+
+    @Test("the night closes with window_expired when the agent is running at close")
+    func closes() async throws {
+        let cli = try CLI()
+        let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
+        let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: Date().addingTimeInterval(-(240 * 60 - 3)),
+                              timeZone: "America/New_York", source: .cli)
+        try repo.append([dose1])
+        let log = try await withAgent(cli) { log in
+            #expect(await log.wait(for: "night closed without Dose 2", timeout: 10) != nil)
+        }
+        #expect(log.contains { $0.contains("Dose 2 window has closed") })
+        let status = try cli.json(try await cli.run(["dose", "status", "--json"], tz: "America/New_York").out)
+        #expect(status["skipReason"] as? String == "window_expired")
+    }
+}

@@ -29,3 +29,8 @@ public protocol BatteryHistoryStore: Sendable {
     func append(_ sample: BatterySample) throws
     func samples(since: Date) throws -> [BatterySample]
 }
+
+/// Tells the person something: the log today, desktop notifications, sound and vibration later.
+public protocol Notifier: Sendable {
+    func post(_ notification: DoseNotification)
+}

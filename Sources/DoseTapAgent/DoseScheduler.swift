@@ -1,0 +1,163 @@
+import DoseTapCore
+import DoseTapStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Reminders through the log, until desktop notifications land.
+public struct LogNotifier: Notifier {
+    let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func post(_ n: DoseNotification) {
+        let metadata: Logger.Metadata = [
+            "event": "\(n.reminder.kind.rawValue)",
+            "actions": "\(n.actions.map(\.label).joined(separator: ", "))",
+        ]
+        logger.log(level: n.urgent ? .warning : .notice, "\(n.title)", metadata: metadata)
+    }
+}
+
+/// Rings each reminder of the night once, when due, and closes a night that got neither Dose 2 nor a
+/// skip. Wakes only when something is due or the database changed (the command line wrote to it):
+/// no polling. After a restart it rebuilds the plan from the log and fires what is due, once.
+public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
+    public var description: String { "DoseScheduler" }
+
+    enum Input: Sendable {
+        case changed
+        case timer
+    }
+
+    struct State {
+        var knownSession: UUID?
+        var knownDose2 = false
+        var knownSnoozes = 0
+    }
+
+    private let repository: DoseRepository
+    private let clock: any WallClock
+    private let notifier: any Notifier
+    private let logger: Logger
+    private let startedAt: Date
+    private let databaseChanges: AsyncStream<Void>?
+    private let inputs: AsyncStream<Input>
+    private let continuation: AsyncStream<Input>.Continuation
+    private let state = Mutex(State())
+    /// Longest sleep while a night is open, so a wall-clock jump (NTP, suspend) is caught within minutes.
+    private let longestSleep: TimeInterval = 300
+    /// A night closed this long after its close by a running agent is "window_expired"; later (the agent
+    /// was not running, or the machine slept), "device_powered_off".
+    private let closeTolerance: TimeInterval = 120
+
+    public init(repository: DoseRepository, clock: any WallClock, notifier: any Notifier, logger: Logger,
+                databaseChanges: AsyncStream<Void>?) {
+        self.repository = repository
+        self.clock = clock
+        self.notifier = notifier
+        self.logger = logger
+        self.databaseChanges = databaseChanges
+        startedAt = clock.now()
+        (inputs, continuation) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(8))
+    }
+
+    /// Look again now (a write this process made, a test).
+    public func poke() {
+        continuation.yield(.changed)
+    }
+
+    public func run() async throws {
+        let continuation = self.continuation
+        let pump = Task { [databaseChanges] in
+            guard let databaseChanges else { return }
+            for await _ in databaseChanges { continuation.yield(.changed) }
+        }
+        var timer: Task<Void, Never>?
+        defer {
+            pump.cancel()
+            timer?.cancel()
+        }
+        func arm(_ next: Date?) {
+            timer?.cancel()
+            timer = nil
+            guard let next else { return }
+            let delay = min(max(0, next.timeIntervalSince(clock.now())), longestSleep)
+            timer = Task {
+                try? await Task.sleep(for: .milliseconds(Int64(delay * 1000) + 5))
+                if !Task.isCancelled { continuation.yield(.timer) }
+            }
+        }
+        arm(tick())
+        await withGracefulShutdownHandler {
+            for await _ in inputs {
+                arm(tick())
+            }
+        } onGracefulShutdown: {
+            continuation.finish()
+        }
+    }
+
+    /// One pass: fire what is due, close the night when it is over, and say when to look again.
+    @discardableResult
+    public func tick() -> Date? {
+        let now = clock.now()
+        let zone = clock.timeZone
+        do {
+            let log = try repository.recentLog(now: now)
+            guard let session = log.sessions.last else { return nil }
+            describeChanges(session, now: now)
+            var fired = try repository.firedReminders(session: session.id)
+            let (fire, superseded) = ReminderPlanner.due(session, fired: fired, now: now)
+            if let fire {
+                notifier.post(ReminderPlanner.notification(for: fire, session: session, now: now))
+            }
+            let done = (fire.map { [$0] } ?? []) + superseded
+            try repository.markFired(done, at: now)
+            fired.formUnion(done)
+            if session.dose2 == nil, session.skip == nil, now >= session.windowClosesAt {
+                let onTime = startedAt <= session.windowClosesAt && now.timeIntervalSince(session.windowClosesAt) < closeTolerance
+                let reason: SkipReason = onTime ? .windowExpired : .devicePoweredOff
+                switch try repository.submit(DoseInput(command: .autoSkip(reason), source: .agent, issuedAt: now), now: now, timeZone: zone) {
+                case .recorded:
+                    logger.notice("night closed without Dose 2", metadata: ["reason": "\(reason.rawValue)", "night": "\(session.nightDate)"])
+                case .refused(let refusal, _):
+                    logger.debug("night not closed", metadata: ["reason": "\(refusal.message)"])
+                }
+            }
+            return ReminderPlanner.nextDue(session, fired: fired, now: now)
+        } catch {
+            logger.error("cannot read the dose log; retrying in a minute", metadata: ["error": "\(error)"])
+            return now.addingTimeInterval(60)
+        }
+    }
+
+    private func describeChanges(_ session: NightSession, now: Date) {
+        let clockText = ClockText(timeZone: clock.timeZone)
+        state.withLock { s in
+            if s.knownSession != session.id {
+                s.knownSession = session.id
+                s.knownDose2 = session.dose2 != nil
+                s.knownSnoozes = session.snoozes.count
+                if session.isActive(at: now) {
+                    logger.info("night scheduled", metadata: [
+                        "night": "\(session.nightDate)", "opens": "\(clockText.time(session.windowOpensAt))",
+                        "reminder": "\(clockText.time(session.reminderAt))", "closes": "\(clockText.time(session.windowClosesAt))",
+                    ])
+                }
+                return
+            }
+            if session.snoozes.count != s.knownSnoozes {
+                s.knownSnoozes = session.snoozes.count
+                logger.info("reminder snoozed", metadata: ["reminder": "\(clockText.time(session.reminderAt))"])
+            }
+            if (session.dose2 != nil) != s.knownDose2 {
+                s.knownDose2 = session.dose2 != nil
+                logger.info(s.knownDose2 ? "Dose 2 recorded: reminders cancelled" : "Dose 2 undone: reminders back")
+            }
+        }
+    }
+}
