@@ -86,7 +86,12 @@ struct BatteryMonitorTests {
             discharging.stop()
             plugged.stop()
         }
-        try await Task.sleep(for: .milliseconds(2600))
+        // Wait (generously: the test machine is busy) until the discharging one has polled twice; by then
+        // the plugged one has had at least as long, and must not have polled at all.
+        let start = Date()
+        while discharging.source.readCount < 2, Date().timeIntervalSince(start) < 20 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(discharging.source.readCount >= 2)
         #expect(plugged.source.readCount == 0)
     }

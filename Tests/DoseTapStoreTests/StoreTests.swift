@@ -2,6 +2,7 @@ import DoseTapCore
 import DoseTapStore
 import DoseTapTesting
 import Foundation
+import Synchronization
 import Testing
 
 @Suite("DoseTapStore")
@@ -162,19 +163,28 @@ struct DoseLogStoreTests {
         _ = try take(DoseRepository(database: db), at: t0)
         let when = t0.addingTimeInterval(170 * 60)
         let zone = ny
-        let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for _ in 0..<4 {
-                group.addTask {
-                    // Each its own pool: as separate processes would be.
+        // Four threads (not tasks: SQLite's busy wait blocks), each with its own pool, as separate processes would be.
+        let results = Mutex<[Bool]>([])
+        let group = DispatchGroup()
+        for _ in 0..<4 {
+            DispatchQueue.global().async(group: group) {
+                let recorded: Bool
+                do {
                     let repo = DoseRepository(database: try DoseTapDatabase(directory: url))
                     let outcome = try repo.submit(DoseInput(command: .take(confirmLate: false), source: .cli, issuedAt: when),
                                                   now: when, timeZone: zone)
-                    if case .recorded = outcome { return true }
-                    return false
+                    if case .recorded = outcome { recorded = true } else { recorded = false }
+                } catch {
+                    recorded = false
                 }
+                results.withLock { $0.append(recorded) }
             }
-            return try await group.reduce(into: [Bool]()) { $0.append($1) }
         }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            group.notify(queue: .global()) { done.resume() }
+        }
+        let outcomes = results.withLock { $0 }
+        #expect(outcomes.count == 4)
         #expect(outcomes.filter { $0 }.count == 1)
         let events = try DoseRepository(database: db).allEvents()
         #expect(events.filter { if case .dose2 = $0.kind { true } else { false } }.count == 1)
