@@ -6,7 +6,7 @@
 set -euo pipefail
 
 run_packages=(pkg-config libudev-dev libsqlite3-dev)
-test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime)
+test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime sqlite3 python3)
 
 packages=("${run_packages[@]}")
 if [[ "${1:-run}" == test ]]; then
