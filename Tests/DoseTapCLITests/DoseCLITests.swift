@@ -260,3 +260,32 @@ struct DoseCLITests {
         }
     }
 }
+
+@Suite("Dose 1 on battery: will it last until the reminder?")
+struct DoseBatteryCLITests {
+    @Test("a battery that will not last: the Dose 1 confirmation carries the nudge")
+    func nudge() async throws {
+        let cli = try CLI()
+        // 42 % draining at 13.8 %/h; the reminder is 165 min away: 4 % left.
+        let r = try await cli.run(["dose", "take"], scenario: "mouse-beside-laptop", fakeTime: "2026-01-15 22:30:00",
+                                  tz: "America/New_York")
+        #expect(r.exitCode == 0, "\(r.err)")
+        #expect(r.out.contains("Estimated battery at reminder: 4% — Plug in now."))
+        let other = try CLI()
+        let json = try other.json(try await other.run(["dose", "take", "--json"], scenario: "mouse-beside-laptop",
+                                                      fakeTime: "2026-01-15 22:30:00", tz: "America/New_York").out)
+        let nudge = try #require(json["batteryNudge"] as? [String: Any])
+        #expect(nudge["severity"] as? String == "critical")
+        #expect(nudge["headline"] as? String == "Estimated battery at reminder: 4%")
+    }
+
+    @Test("on AC, or with a battery that lasts: no nudge")
+    func none() async throws {
+        for scenario in ["ac-online", "energy-discharging", "no-battery"] {
+            let cli = try CLI()
+            let r = try await cli.run(["dose", "take"], scenario: scenario, fakeTime: "2026-01-15 22:30:00", tz: "America/New_York")
+            #expect(r.exitCode == 0)
+            #expect(!r.out.contains("Estimated battery"), "\(scenario): \(r.out)")
+        }
+    }
+}
