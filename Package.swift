@@ -26,6 +26,9 @@ let package = Package(
         // C system libraries (Debian -dev packages).
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         .systemLibrary(name: "CUMockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // evdev: EVIOC* ioctls as non-variadic C functions (linux-libc-dev headers).
+        .target(name: "CLinuxInput"),
 
         // Pure domain: rules, predictions, ports. No I/O, no C modules.
         .target(name: "DoseTapCore", swiftSettings: strict),
@@ -40,7 +43,11 @@ let package = Package(
         // Adapters to the real machine.
         .target(
             name: "DoseTapLinux",
-            dependencies: ["DoseTapCore", "CUdev", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
             swiftSettings: strict
         ),
 

@@ -34,3 +34,24 @@ public protocol BatteryHistoryStore: Sendable {
 public protocol Notifier: Sendable {
     func post(_ notification: DoseNotification)
 }
+
+/// A vibration motor (evdev force feedback). `isSupported` is false on machines without one; playing
+/// then does nothing — "Not supported on this device" is a state, not an error.
+public protocol Haptics: Sendable {
+    var isSupported: Bool { get }
+    /// Plays a pattern to the end (or until the task is cancelled), then removes the effect.
+    func play(_ pattern: HapticPattern) async throws
+}
+
+/// The machine's sounds.
+public protocol SoundCatalog: Sendable {
+    /// Every sound of the themes in `$XDG_DATA_DIRS/sounds` and `~/.local/share/sounds`, by event name.
+    func list() throws -> [SoundInfo]
+}
+
+/// Plays a sound file through a real audio path. A new sound stops the one playing.
+public protocol SoundPlayer: Sendable {
+    /// Plays to the end, or until `stop()` or cancellation.
+    func play(_ sound: SoundInfo) async throws
+    func stop()
+}
