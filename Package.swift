@@ -78,7 +78,7 @@ let package = Package(
         // Fakes for every port and fixture loaders; used by tests only.
         .target(
             name: "DoseTapTesting",
-            dependencies: ["DoseTapCore", "CUMockdev"],
+            dependencies: ["DoseTapCore", "CUMockdev", .product(name: "Subprocess", package: "swift-subprocess")],
             linkerSettings: [.linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
 
@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(
             name: "DoseTapAgentTests",
             dependencies: [
-                "DoseTapAgent", "DoseTapTesting", "DoseTapStore",
+                "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: strict

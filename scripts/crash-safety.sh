@@ -56,7 +56,7 @@ for ((i = 1; i <= iterations; i++)); do
   if pkill -KILL -f "^$bin dose" 2>/dev/null; then kills_mid_process=$((kills_mid_process + 1)); fi
   kill -KILL "$wpid" 2>/dev/null || true
   wait "$wpid" 2>/dev/null || true
-  pkill -KILL -f "faketime.*$bin" 2>/dev/null || true
+  # faketime itself is not killed: it exits when its dosetap child dies, and cleans up its shared memory.
   night=$((night + 10))
 
   [[ -f $db ]] || continue

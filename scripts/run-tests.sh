@@ -8,12 +8,43 @@ for tool in umockdev-wrapper umockdev-run faketime sqlite3 python3; do
   command -v "$tool" >/dev/null || { echo "run-tests: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
 done
 
+/usr/bin/python3 -c 'import dbusmock' 2>/dev/null || { echo "run-tests: python3-dbusmock is missing for /usr/bin/python3" >&2; exit 1; }
+for tool in dbus-daemon dbus-send sox; do
+  command -v "$tool" >/dev/null || { echo "run-tests: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
+done
+
+# Leftovers of an interrupted earlier run: agents started by the end-to-end tests (their HOME is a
+# dosetap-cli-* temporary directory) and faketime's shared memory of processes that no longer exist.
+cleanup() {
+  for pid in $(pgrep -f 'dosetap agent' || true); do
+    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -q '^HOME=.*/dosetap-cli-'; then kill -KILL "$pid" 2>/dev/null || true; fi
+  done
+  # Private buses and python-dbusmock servers of the D-Bus tests (each bus lives in a dosetap-bus-* directory).
+  pkill -KILL -f 'dbus-daemon --config-file=.*/dosetap-bus-' 2>/dev/null || true
+  for pid in $(pgrep -f 'python3 -m dbusmock' || true); do
+    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -q 'dosetap-bus-'; then kill -KILL "$pid" 2>/dev/null || true; fi
+  done
+  for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
+    [[ -e $f ]] || continue
+    pid=${f##*_}
+    kill -0 "$pid" 2>/dev/null || rm -f "$f"
+  done
+}
+cleanup
+trap cleanup EXIT
+
 swift build --build-tests
 export DOSETAP_BIN="$PWD/.build/debug/dosetap"
-# umockdev-wrapper preloads libumockdev-preload, so the fixture tests can build testbeds in-process.
-umockdev-wrapper swift test --skip-build --disable-xctest "$@"
+if [[ $# -gt 0 ]]; then
+  umockdev-wrapper swift test --skip-build --disable-xctest "$@"
+  exit
+fi
+# The tests that build umockdev testbeds in-process run in their own process under umockdev-wrapper
+# (libumockdev-preload redirects /sys, /dev and udev netlink for the whole process, so nothing else may
+# run beside them); every other test runs in a second process without the preload. The end-to-end
+# tests start `umockdev-run` themselves.
+umockdev-wrapper swift test --skip-build --disable-xctest --filter UdevFixtures
+swift test --skip-build --disable-xctest --skip UdevFixtures
 
 # The dose log under SIGKILL, briefly (scripts/crash-safety.sh 300 is the full run, see docs/performance.md).
-if [[ $# -eq 0 ]]; then
-  scripts/crash-safety.sh 40
-fi
+scripts/crash-safety.sh 40

@@ -16,6 +16,9 @@ public struct SystemClock: WallClock {
 /// `dosetap agent`: wires the adapters to the core and runs until SIGTERM.
 public enum Agent {
     public static func run(paths: DataPaths, logger: Logger) async throws {
+        // A SIGHUP (reload) that arrives while the agent is still starting must not kill it: ignore it until
+        // the reload service takes over the signal.
+        signal(SIGHUP, SIG_IGN)
         let configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
         let database = try DoseTapDatabase(directory: paths.dataDirectory)
         let source = try UdevPowerSupplySource(logger: logger)
@@ -28,6 +31,7 @@ public enum Agent {
             source: source, history: BatterySampleRepository(database: database), clock: SystemClock(),
             configuration: configuration, logger: logger,
             onReady: {
+                logger.info("agent ready")
                 if notifier.notify("READY=1\nSTATUS=Watching the battery") {
                     logger.debug("told systemd we are ready")
                 }
@@ -40,15 +44,27 @@ public enum Agent {
                          metadata: ["error": "\(error)"])
             watcher = nil
         }
-        let scheduler = DoseScheduler(repository: DoseRepository(database: database), clock: SystemClock(),
-                                      notifier: LogNotifier(logger: logger), logger: logger,
+        let devices = try makeFeedbackDevices(logger: logger, desktop: true)
+        let repository = DoseRepository(database: database)
+        let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(),
+                                        logger: logger)
+        let scheduler = DoseScheduler(repository: repository, clock: SystemClock(), notifier: feedback, logger: logger,
                                       databaseChanges: watcher?.changes)
+        logger.info("feedback", metadata: [
+            "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",
+            "desktopNotifications": "\(devices.desktop == nil ? "log only" : "session bus")",
+        ])
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: monitor),
             .init(service: scheduler),
             .init(service: ReloadService(paths: paths, configuration: configuration, monitor: monitor,
                                          notifier: notifier, logger: logger)),
         ]
+        if let desktop = devices.desktop {
+            services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, repository: repository,
+                                                               clock: SystemClock(), logger: logger,
+                                                               onRecorded: { scheduler.poke() })))
+        }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval)))
         }

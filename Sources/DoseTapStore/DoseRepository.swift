@@ -160,6 +160,21 @@ public struct SettingsRepository: Sendable {
         }
     }
 
+    public func loadFeedback() throws -> FeedbackSettings {
+        try database.writer.read { db in
+            guard let text = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'feedback'") else { return FeedbackSettings() }
+            return (try? JSONDecoder().decode(FeedbackSettings.self, from: Data(text.utf8))) ?? FeedbackSettings()
+        }
+    }
+
+    public func saveFeedback(_ settings: FeedbackSettings) throws {
+        let data = try JSONEncoder().encode(settings)
+        try database.writer.write { db in
+            try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('feedback', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [String(decoding: data, as: UTF8.self)])
+        }
+    }
+
     static func load(_ db: Database) throws -> UserSettings {
         guard let text = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'user'") else { return .defaults }
         return (try? JSONDecoder().decode(UserSettings.self, from: Data(text.utf8))) ?? .defaults

@@ -113,3 +113,32 @@ public func localDate(_ text: String, _ zone: TimeZone) -> Date {
     f.dateFormat = "yyyy-MM-dd HH:mm:ss"
     return f.date(from: text)!
 }
+
+/// A vibration motor that records what it was asked to play.
+public final class RecordingHaptics: Haptics {
+    private let played = Mutex<[(HapticPattern, Date)]>([])
+    public let isSupported: Bool
+    public init(supported: Bool = true) { isSupported = supported }
+    public func play(_ pattern: HapticPattern) async throws {
+        guard isSupported else { return }
+        played.withLock { $0.append((pattern, Date())) }
+    }
+    public var patterns: [HapticPattern] { played.withLock { $0.map(\.0) } }
+    public var times: [Date] { played.withLock { $0.map(\.1) } }
+}
+
+/// Sounds held in memory.
+public struct FixedSoundCatalog: SoundCatalog {
+    public var sounds: [SoundInfo]
+    public init(_ sounds: [SoundInfo]) { self.sounds = sounds }
+    public func list() throws -> [SoundInfo] { sounds }
+}
+
+/// A player that records what it played.
+public final class RecordingSoundPlayer: SoundPlayer {
+    private let played = Mutex<[SoundInfo]>([])
+    public init() {}
+    public func play(_ sound: SoundInfo) async throws { played.withLock { $0.append(sound) } }
+    public func stop() {}
+    public var sounds: [SoundInfo] { played.withLock { $0 } }
+}

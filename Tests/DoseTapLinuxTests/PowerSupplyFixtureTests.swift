@@ -8,7 +8,13 @@ import Testing
 ///
 /// These tests need the process to run under `umockdev-wrapper` (the README's test command does that).
 /// Without it they fail rather than skip: a skipped fixture test is a hole.
-@Suite("libudev adapter against recorded power supplies", .serialized)
+/// Every test that builds a umockdev testbed in this process, or reads /sys through libudev, lives in
+/// here: a testbed replaces /sys for the whole process, so they must run one at a time.
+@Suite("udev fixtures under umockdev (one testbed at a time)", .serialized)
+struct UdevFixtures {}
+
+extension UdevFixtures {
+@Suite("libudev adapter against recorded power supplies")
 struct PowerSupplyFixtureTests {
     static let scenarios: [PowerSupplyScenario] = (try? Fixtures.powerSupplyScenarios()) ?? []
 
@@ -138,4 +144,5 @@ struct PowerSupplyFixtureTests {
             return first
         }
     }
+}
 }

@@ -1,0 +1,121 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import Foundation
+import Logging
+import Synchronization
+
+/// The machine's ways of telling a person something, as the agent and the CLI build them.
+public struct FeedbackDevices: Sendable {
+    public var haptics: any Haptics
+    public var catalog: any SoundCatalog
+    public var player: any SoundPlayer
+    public var beep: SoundInfo
+    public var desktop: DesktopNotifications?
+
+    public init(haptics: any Haptics, catalog: any SoundCatalog, player: any SoundPlayer, beep: SoundInfo,
+                desktop: DesktopNotifications?) {
+        self.haptics = haptics
+        self.catalog = catalog
+        self.player = player
+        self.beep = beep
+        self.desktop = desktop
+    }
+
+    /// What the machine can do now (sounds listed afresh: a removed theme shows at once).
+    public func capabilities(logger: Logger) -> FeedbackCapabilities {
+        let sounds: [SoundInfo]
+        do {
+            sounds = try catalog.list()
+        } catch {
+            logger.warning("cannot list sounds; only the built-in beep is available", metadata: ["error": "\(error)"])
+            sounds = []
+        }
+        return FeedbackCapabilities(hapticsSupported: haptics.isSupported, sounds: sounds, builtinBeep: beep)
+    }
+}
+
+/// Plays feedback: resolves the plan for an event, then shows the desktop notification, plays the sound
+/// and starts the vibration together. Notification buttons are remembered so the press can be decided by
+/// the dose policy.
+public final class FeedbackNotifier: Notifier, Sendable {
+    private let devices: FeedbackDevices
+    private let settings: SettingsRepository
+    private let logger: Logger
+    private let clock: any WallClock
+    /// Notification id → the night it is about, for the action buttons.
+    private let shown = Mutex<[UInt32: UUID]>([:])
+    private let lastLatency = Mutex<Duration?>(nil)
+
+    public init(devices: FeedbackDevices, settings: SettingsRepository, clock: any WallClock, logger: Logger) {
+        self.devices = devices
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+    }
+
+    public func post(_ notification: DoseNotification) {
+        let task = Task { await deliver(notification) }
+        _ = task
+    }
+
+    /// The night a notification's buttons act on.
+    public func session(forNotification id: UInt32) -> UUID? { shown.withLock { $0[id] } }
+
+    /// Resolves and plays the feedback for a reminder; returns when the notification is shown and the
+    /// sound and vibration have started (they finish in the background).
+    public func deliver(_ n: DoseNotification) async {
+        let event = FeedbackEvent(reminder: n.reminder.kind)
+        await play(event, title: n.title, body: n.body, actions: n.actions, session: n.reminder.sessionID, dueAt: n.reminder.dueAt)
+    }
+
+    /// Plays the feedback of any event (dose recorded, action rejected, …).
+    public func play(_ event: FeedbackEvent, title: String, body: String, actions: [DoseNotification.Action] = [],
+                     session: UUID? = nil, dueAt: Date? = nil) async {
+        let stored = (try? settings.loadFeedback()) ?? FeedbackSettings()
+        let user = (try? settings.load()) ?? .defaults
+        let plan = FeedbackResolver.resolve(event, settings: stored, quiet: user.quietMode,
+                                            capabilities: devices.capabilities(logger: logger))
+        var metadata: Logger.Metadata = [
+            "event": "\(event.rawValue)", "sound": "\(plan.sound?.name ?? "none")",
+            "haptics": "\(plan.haptics?.intensity.rawValue ?? "none")", "muted": "\(plan.muted)",
+        ]
+        if !plan.warnings.isEmpty { metadata["warnings"] = "\(plan.warnings.joined(separator: "; "))" }
+        logger.log(level: event.bypassesQuiet ? .warning : .notice, "\(title)", metadata: metadata)
+        guard plan.chime else { return }
+
+        if let pattern = plan.haptics {
+            let haptics = devices.haptics
+            let logger = self.logger
+            Task {
+                do { try await haptics.play(pattern) } catch {
+                    logger.error("vibration failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        if let sound = plan.sound {
+            let player = devices.player
+            let logger = self.logger
+            Task {
+                do { try await player.play(sound) } catch {
+                    logger.error("sound failed", metadata: ["sound": "\(sound.name)", "error": "\(error)"])
+                }
+            }
+        }
+        if user.notificationsEnabled, let desktop = devices.desktop {
+            do {
+                let id = try await desktop.notify(
+                    title: title, body: body, urgency: event.bypassesQuiet ? .critical : .normal,
+                    soundName: plan.sound.map { $0.name == SoundInfo.builtinBeepName ? "bell" : $0.name },
+                    suppressSound: true, actions: actions.map { ($0.rawValue, $0.label) })
+                if let session { shown.withLock { $0[id] = session } }
+            } catch {
+                logger.warning("desktop notification failed; the log has it", metadata: ["error": "\(error)"])
+            }
+        }
+        if let dueAt {
+            let latency = clock.now().timeIntervalSince(dueAt)
+            logger.debug("feedback delivered", metadata: ["event": "\(event.rawValue)", "latencyMs": "\(Int((latency * 1000).rounded()))"])
+        }
+    }
+}

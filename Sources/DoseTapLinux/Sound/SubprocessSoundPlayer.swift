@@ -1,0 +1,238 @@
+import DoseTapCore
+import Foundation
+import Logging
+import Subprocess
+import Synchronization
+
+/// One of the Debian command-line players DoseTap can drive, with an optional output device.
+public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringConvertible {
+    public enum Program: String, Sendable, Equatable, Hashable, CaseIterable {
+        /// PipeWire (pipewire-bin).
+        case pwPlay = "pw-play"
+        /// PulseAudio or pipewire-pulse (pulseaudio-utils).
+        case paplay
+        /// SoX (sox; libsox-fmt-all for Ogg Vorbis).
+        case sox = "play"
+        /// ALSA (alsa-utils). WAV only.
+        case aplay
+    }
+
+    public var program: Program
+    /// The absolute path of the executable.
+    public var executable: String
+    /// A PipeWire target, PulseAudio sink or ALSA device ("null", "default", "hw:1,0"); nil for the default.
+    public var device: String?
+
+    public init(program: Program, executable: String, device: String? = nil) {
+        self.program = program
+        self.executable = executable
+        self.device = device
+    }
+
+    /// The program found on `PATH`, or nil.
+    public init?(program: Program, device: String? = nil,
+                 searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") {
+        guard let executable = Self.which(program.rawValue, searchPath: searchPath) else { return nil }
+        self.init(program: program, executable: executable, device: device)
+    }
+
+    /// Every player on `PATH`, in preference order: pw-play, paplay, play (sox), aplay.
+    public static func detect(device: String? = nil,
+                              searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") -> [AudioPlayerCommand] {
+        Program.allCases.compactMap { AudioPlayerCommand(program: $0, device: device, searchPath: searchPath) }
+    }
+
+    /// aplay reads WAV only; the others read WAV, Ogg (Vorbis) and FLAC.
+    public func canPlay(_ path: String) -> Bool {
+        program != .aplay || path.lowercased().hasSuffix(".wav")
+    }
+
+    /// The arguments and the extra environment for playing one file.
+    public func invocation(for file: String) -> (arguments: [String], environment: [String: String]) {
+        switch program {
+        case .pwPlay:
+            return ((device.map { ["--target", $0] } ?? []) + [file], [:])
+        case .paplay:
+            return ((device.map { ["--device=\($0)"] } ?? []) + [file], [:])
+        case .sox:
+            // `play` writes to $AUDIODEV through the $AUDIODRIVER driver.
+            return (["-q", file], device.map { ["AUDIODRIVER": "alsa", "AUDIODEV": $0] } ?? [:])
+        case .aplay:
+            return (["-q"] + (device.map { ["-D", $0] } ?? []) + [file], [:])
+        }
+    }
+
+    public var description: String {
+        program.rawValue + (device.map { " (device \($0))" } ?? "")
+    }
+
+    static func which(_ name: String, searchPath: String) -> String? {
+        for dir in searchPath.split(separator: ":") where dir.hasPrefix("/") {
+            let candidate = dir + "/" + name
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+}
+
+public struct SoundPlayerError: Error, Equatable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// How a play ended.
+public enum PlaybackOutcome: Sendable, Equatable {
+    /// The player ran to the end and exited successfully.
+    case completed
+    /// `stop()`, a newer `play`, or cancellation ended it.
+    case stopped
+}
+
+/// Plays sound files through a real audio path: a Debian player run with swift-subprocess (not
+/// Foundation's `Process`, whose children inherit blocked signals and can ignore SIGTERM).
+///
+/// A file goes to the first player that reads its format; if that player fails (pw-play installed but no
+/// PipeWire running, say), the next one is tried. One sound at a time: a new `play` stops the one
+/// playing and waits for its player to exit before it starts. `stop()` sends SIGTERM, then SIGKILL after
+/// the grace period (500 ms). `play` returns when the sound ended or was stopped; stopping (and
+/// cancelling the calling task) is not an error. When every player fails (a broken file, no audio
+/// device) `play` throws a one-line `SoundPlayerError`. The built-in beep is regenerated if its cache
+/// file has gone.
+public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
+    /// Tried in order: the first that can read a file's format plays it, the next if that one fails.
+    public let players: [AudioPlayerCommand]
+    /// SIGTERM first, SIGKILL this long after.
+    public let gracePeriod: Duration
+    /// Where the built-in beep is regenerated when its file has gone (default `$XDG_CACHE_HOME/dosetap`).
+    public let builtinBeepDirectory: String?
+    private let logger: Logger
+    private let current = Mutex<Task<PlaybackOutcome, any Error>?>(nil)
+
+    /// Plays with the first of `players` that can play a file's format. Throws when the list is empty.
+    public convenience init(players: [AudioPlayerCommand], gracePeriod: Duration = .milliseconds(500),
+                            builtinBeepDirectory: String? = nil, logger: Logger = Logger(label: "dosetap.sound")) throws {
+        guard !players.isEmpty else {
+            throw SoundPlayerError("no audio player found: install pipewire-bin (pw-play), pulseaudio-utils (paplay), sox (play) or alsa-utils (aplay)")
+        }
+        self.init(checked: players, gracePeriod: gracePeriod, builtinBeepDirectory: builtinBeepDirectory, logger: logger)
+    }
+
+    /// One given player (for example sox on the ALSA "null" device in tests).
+    public convenience init(player: AudioPlayerCommand, gracePeriod: Duration = .milliseconds(500),
+                            builtinBeepDirectory: String? = nil, logger: Logger = Logger(label: "dosetap.sound")) {
+        self.init(checked: [player], gracePeriod: gracePeriod, builtinBeepDirectory: builtinBeepDirectory, logger: logger)
+    }
+
+    private init(checked players: [AudioPlayerCommand], gracePeriod: Duration, builtinBeepDirectory: String?, logger: Logger) {
+        self.players = players
+        self.gracePeriod = gracePeriod
+        self.builtinBeepDirectory = builtinBeepDirectory
+        self.logger = logger
+    }
+
+    /// The players found on `PATH` (pw-play, paplay, play, aplay), all on `device` when given.
+    public convenience init(device: String? = nil, builtinBeepDirectory: String? = nil,
+                            logger: Logger = Logger(label: "dosetap.sound")) throws {
+        try self.init(players: AudioPlayerCommand.detect(device: device), builtinBeepDirectory: builtinBeepDirectory, logger: logger)
+    }
+
+    /// True while a sound plays (or waits for the previous one to stop).
+    public var isPlaying: Bool { current.withLock { $0 != nil } }
+
+    public func play(_ sound: SoundInfo) async throws {
+        _ = try await playReporting(sound)
+    }
+
+    /// Asks the playing sound to stop and returns at once; the player process ends within the grace
+    /// period (the pending `play` returns when it has).
+    public func stop() {
+        current.withLock { $0?.cancel() }
+    }
+
+    /// Stops the playing sound and returns once its player process has exited (before a process exits,
+    /// for example on Ctrl-C, so no player is left behind).
+    public func stopAndWait() async {
+        let task = current.withLock { slot -> Task<PlaybackOutcome, any Error>? in
+            slot?.cancel()
+            return slot
+        }
+        _ = await task?.result
+    }
+
+    /// Plays and says how it ended.
+    public func playReporting(_ sound: SoundInfo) async throws -> PlaybackOutcome {
+        let path = sound.name == SoundInfo.builtinBeepName && !FileManager.default.isReadableFile(atPath: sound.path)
+            ? try BuiltinBeep.sound(cacheDirectory: builtinBeepDirectory).path
+            : sound.path
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw SoundPlayerError("cannot play '\(sound.name)': \(path) is missing or unreadable")
+        }
+        let commands = players.filter { $0.canPlay(path) }
+        guard !commands.isEmpty else {
+            throw SoundPlayerError("cannot play '\(sound.name)': aplay plays only WAV files (install sox, pipewire-bin or pulseaudio-utils)")
+        }
+        let grace = gracePeriod
+        let logger = self.logger
+        let task: Task<PlaybackOutcome, any Error> = current.withLock { slot in
+            let previous = slot
+            previous?.cancel()
+            let next = Task {
+                if let previous { _ = await previous.result }
+                // A player that fails (pw-play installed but no PipeWire running) hands over to the next.
+                var failures: [String] = []
+                for command in commands {
+                    if Task.isCancelled { return PlaybackOutcome.stopped }
+                    do {
+                        return try await Self.run(command, file: path, grace: grace, logger: logger)
+                    } catch let failure as SoundPlayerError {
+                        logger.warning("player failed", metadata: ["player": "\(command)", "error": "\(failure)"])
+                        failures.append(failure.description)
+                    }
+                }
+                if Task.isCancelled { return PlaybackOutcome.stopped }
+                throw SoundPlayerError(failures.joined(separator: "; "))
+            }
+            slot = next
+            return next
+        }
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }
+        current.withLock { slot in
+            if slot == task { slot = nil }
+        }
+        return try result.get()
+    }
+
+    static func run(_ command: AudioPlayerCommand, file: String, grace: Duration, logger: Logger) async throws -> PlaybackOutcome {
+        let (arguments, extra) = command.invocation(for: file)
+        var environment = Environment.inherit
+        if !extra.isEmpty {
+            var update: [Environment.Key: String?] = [:]
+            for (key, value) in extra { update[Environment.Key(stringLiteral: key)] = value }
+            environment = environment.updating(update)
+        }
+        var options = PlatformOptions()
+        options.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: grace)]
+        logger.debug("playing", metadata: ["player": "\(command)", "file": "\(file)"])
+        let result: ExecutionResult<Void, DiscardedOutput, StringOutput<UTF8>>
+        do {
+            result = try await Subprocess.run(
+                .path(.init(command.executable)), arguments: Arguments(arguments), environment: environment,
+                platformOptions: options, input: .none, output: .discarded, error: .string(limit: 64 * 1024)
+            )
+        } catch {
+            if Task.isCancelled { return .stopped }
+            throw SoundPlayerError("\(command.program.rawValue) could not play \(file): \(error)")
+        }
+        if Task.isCancelled { return .stopped }
+        if result.terminationStatus.isSuccess { return .completed }
+        let detail = result.standardError
+            .split(whereSeparator: \.isNewline)
+            .last
+            .map { ": " + $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        throw SoundPlayerError("\(command.program.rawValue) failed playing \(file) (\(result.terminationStatus))\(detail)")
+    }
+}
