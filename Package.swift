@@ -75,6 +75,15 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Benchmarks (not built by the test command): swift run -c release feedback-latency
+        .executableTarget(
+            name: "feedback-latency",
+            dependencies: ["DoseTapAgent", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting", "CLinuxInput",
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/FeedbackLatency",
+            swiftSettings: strict
+        ),
+
         // Fakes for every port and fixture loaders; used by tests only.
         .target(
             name: "DoseTapTesting",

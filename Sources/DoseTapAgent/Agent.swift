@@ -49,7 +49,7 @@ public enum Agent {
         let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(),
                                         logger: logger)
         let scheduler = DoseScheduler(repository: repository, clock: SystemClock(), notifier: feedback, logger: logger,
-                                      databaseChanges: watcher?.changes)
+                                      databaseChanges: watcher?.changes, onNightScheduled: { feedback.prepare(session: $0.id) })
         logger.info("feedback", metadata: [
             "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",
             "desktopNotifications": "\(devices.desktop == nil ? "log only" : "session bus")",

@@ -45,6 +45,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     private let logger: Logger
     private let startedAt: Date
     private let databaseChanges: AsyncStream<Void>?
+    private let onNightScheduled: @Sendable (NightSession) -> Void
     private let inputs: AsyncStream<Input>
     private let continuation: AsyncStream<Input>.Continuation
     private let state = Mutex(State())
@@ -54,8 +55,11 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     /// was not running, or the machine slept), "device_powered_off".
     private let closeTolerance: TimeInterval = 120
 
+    /// - Parameter onNightScheduled: called once when a night is first seen waiting for Dose 2 (the feedback
+    ///   settings of its reminders are fixed then: edits apply to the next night).
     public init(repository: DoseRepository, clock: any WallClock, notifier: any Notifier, logger: Logger,
-                databaseChanges: AsyncStream<Void>?) {
+                databaseChanges: AsyncStream<Void>?, onNightScheduled: @escaping @Sendable (NightSession) -> Void = { _ in }) {
+        self.onNightScheduled = onNightScheduled
         self.repository = repository
         self.clock = clock
         self.notifier = notifier
@@ -87,7 +91,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
             guard let next else { return }
             let delay = min(max(0, next.timeIntervalSince(clock.now())), longestSleep)
             timer = Task {
-                try? await Task.sleep(for: .milliseconds(Int64(delay * 1000) + 5))
+                try? await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up)) + 1))
                 if !Task.isCancelled { continuation.yield(.timer) }
             }
         }
@@ -143,6 +147,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
                 s.knownDose2 = session.dose2 != nil
                 s.knownSnoozes = session.snoozes.count
                 if session.isActive(at: now) {
+                    onNightScheduled(session)
                     logger.info("night scheduled", metadata: [
                         "night": "\(session.nightDate)", "opens": "\(clockText.time(session.windowOpensAt))",
                         "reminder": "\(clockText.time(session.reminderAt))", "closes": "\(clockText.time(session.windowClosesAt))",

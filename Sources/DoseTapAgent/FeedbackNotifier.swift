@@ -45,7 +45,8 @@ public final class FeedbackNotifier: Notifier, Sendable {
     private let clock: any WallClock
     /// Notification id → the night it is about, for the action buttons.
     private let shown = Mutex<[UInt32: UUID]>([:])
-    private let lastLatency = Mutex<Duration?>(nil)
+    /// The feedback settings each night's reminders use, fixed when the night was scheduled.
+    private let snapshots = Mutex<[UUID: FeedbackSettings]>([:])
 
     public init(devices: FeedbackDevices, settings: SettingsRepository, clock: any WallClock, logger: Logger) {
         self.devices = devices
@@ -57,6 +58,12 @@ public final class FeedbackNotifier: Notifier, Sendable {
     public func post(_ notification: DoseNotification) {
         let task = Task { await deliver(notification) }
         _ = task
+    }
+
+    /// Fixes the feedback settings for a night's reminders: an edit made while its timers run applies next time.
+    public func prepare(session: UUID) {
+        let current = (try? settings.loadFeedback()) ?? FeedbackSettings()
+        snapshots.withLock { $0[session] = current }
     }
 
     /// The night a notification's buttons act on.
@@ -72,7 +79,7 @@ public final class FeedbackNotifier: Notifier, Sendable {
     /// Plays the feedback of any event (dose recorded, action rejected, …).
     public func play(_ event: FeedbackEvent, title: String, body: String, actions: [DoseNotification.Action] = [],
                      session: UUID? = nil, dueAt: Date? = nil) async {
-        let stored = (try? settings.loadFeedback()) ?? FeedbackSettings()
+        let stored = session.flatMap { id in snapshots.withLock { $0[id] } } ?? (try? settings.loadFeedback()) ?? FeedbackSettings()
         let user = (try? settings.load()) ?? .defaults
         let plan = FeedbackResolver.resolve(event, settings: stored, quiet: user.quietMode,
                                             capabilities: devices.capabilities(logger: logger))

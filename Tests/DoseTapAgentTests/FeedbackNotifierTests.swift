@@ -42,7 +42,8 @@ struct FeedbackNotifierTests {
                                       desktop: desktop)
         let logger = Logger(label: "test")
         let feedback = FeedbackNotifier(devices: devices, settings: settings, clock: clock, logger: logger)
-        let scheduler = DoseScheduler(repository: repo, clock: clock, notifier: feedback, logger: logger, databaseChanges: nil)
+        let scheduler = DoseScheduler(repository: repo, clock: clock, notifier: feedback, logger: logger, databaseChanges: nil,
+                                      onNightScheduled: { feedback.prepare(session: $0.id) })
         let actions = NotificationActions(desktop: desktop, feedback: feedback, repository: repo, clock: clock, logger: logger)
         return World(repo: repo, settings: settings, clock: clock, haptics: haptics, desktop: desktop, feedback: feedback,
                      scheduler: scheduler, actions: actions, player: player)
@@ -184,6 +185,32 @@ struct FeedbackNotifierTests {
             for _ in 0..<100 where w.player.sounds.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
             #expect(w.player.sounds == [Self.beep])
             #expect(w.haptics.patterns.isEmpty)
+        }
+    }
+
+    @Test("an event edited while its night's timers run applies to the next night, not to this one")
+    func editAppliesNextTime() async throws {
+        try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
+            let w = try world(bus: bus)
+            try submit(w, .take(confirmLate: false), at: t0)
+            w.scheduler.tick() // the night is scheduled: its settings are fixed
+            var s = FeedbackSettings()
+            s.set(.doseReminder, EventFeedback(intensity: .strong))
+            try w.settings.saveFeedback(s)
+            w.clock.set(at(165))
+            w.scheduler.tick()
+            _ = try await waitForNotify(w, count: 1)
+            for _ in 0..<250 where w.haptics.patterns.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(w.haptics.patterns == [HapticIntensity.medium.pattern])
+            // The next night uses the edit.
+            let next = localDate("2026-01-16 22:30:00", ny)
+            try submit(w, .take(confirmLate: false), at: next)
+            w.scheduler.tick()
+            w.clock.set(next.addingTimeInterval(165 * 60))
+            w.scheduler.tick()
+            _ = try await waitForNotify(w, count: 2)
+            for _ in 0..<250 where w.haptics.patterns.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(w.haptics.patterns.last == HapticIntensity.strong.pattern)
         }
     }
 
