@@ -131,6 +131,27 @@ struct FeedbackNotifierTests {
         }
     }
 
+    @Test("Take Now pressed after the window closed: refused with the reason, nothing recorded")
+    func takeNowTooLate() async throws {
+        try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
+            let w = try world(bus: bus)
+            try submit(w, .take(confirmLate: false), at: t0)
+            w.clock.set(at(165))
+            w.scheduler.tick()
+            _ = try await waitForNotify(w, count: 1)
+            let id = try #require(try await notifyIDs(w).first)
+            w.clock.set(at(245))
+            let outcome = await w.actions.handle(.init(id: id, action: "take"))
+            guard case .refused(let refusal, _) = outcome else { Issue.record("not refused: \(String(describing: outcome))"); return }
+            #expect(refusal.code == .lateNeedsConfirmation)
+            #expect(refusal.message.contains("window closed at 01:30"))
+            #expect(try w.repo.status(now: at(245), timeZone: ny).session?.dose2 == nil)
+            // The refusal is shown: a second notification, with the reason as its title.
+            let calls = try await waitForNotify(w, count: 2)
+            #expect(calls.last?.summary == refusal.message)
+        }
+    }
+
     @Test("buttons of notifications that are not ours do nothing")
     func foreign() async throws {
         try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
