@@ -144,7 +144,7 @@ struct FeedbackNotifierTests {
             let outcome = await w.actions.handle(.init(id: id, action: "take"))
             guard case .refused(let refusal, _) = outcome else { Issue.record("not refused: \(String(describing: outcome))"); return }
             #expect(refusal.code == .lateNeedsConfirmation)
-            #expect(refusal.message.contains("window closed at 01:30"))
+            #expect(refusal.message.contains("window closed at 02:30"))
             #expect(try w.repo.status(now: at(245), timeZone: ny).session?.dose2 == nil)
             // The refusal is shown: a second notification, with the reason as its title.
             let calls = try await waitForNotify(w, count: 2)
