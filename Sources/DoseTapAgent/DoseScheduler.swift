@@ -5,23 +5,6 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Reminders through the log, until desktop notifications land.
-public struct LogNotifier: Notifier {
-    let logger: Logger
-
-    public init(logger: Logger) {
-        self.logger = logger
-    }
-
-    public func post(_ n: DoseNotification) {
-        let metadata: Logger.Metadata = [
-            "event": "\(n.reminder.kind.rawValue)",
-            "actions": "\(n.actions.map(\.label).joined(separator: ", "))",
-        ]
-        logger.log(level: n.urgent ? .warning : .notice, "\(n.title)", metadata: metadata)
-    }
-}
-
 /// Rings each reminder of the night once, when due, and closes a night that got neither Dose 2 nor a
 /// skip. Wakes only when something is due or the database changed (the command line wrote to it):
 /// no polling. After a restart it rebuilds the plan from the log and fires what is due, once.
