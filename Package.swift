@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
@@ -32,6 +33,14 @@ let package = Package(
 
         // Pure domain: rules, predictions, ports. No I/O, no C modules.
         .target(name: "DoseTapCore", swiftSettings: strict),
+
+        // AES-128-CCM for encrypted BTHome adverts, built on swift-crypto's AES block cipher.
+        .target(
+            name: "DoseTapCrypto",
+            dependencies: ["DoseTapCore", .product(name: "_CryptoExtras", package: "swift-crypto"),
+                           .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
 
         // The SQLite file (GRDB): schema, migrations, samples.
         .target(
@@ -55,7 +64,7 @@ let package = Package(
         .target(
             name: "DoseTapAgent",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux",
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -97,6 +106,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "DoseTapButtonTests",
+            dependencies: [
+                "DoseTapCore", "DoseTapCrypto", "DoseTapTesting",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "DoseTapStoreTests",
             dependencies: ["DoseTapStore", "DoseTapTesting"],
             swiftSettings: strict
@@ -116,7 +134,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DoseTapCLITests",
-            dependencies: ["DoseTapTesting", "DoseTapStore",
+            dependencies: ["DoseTapTesting", "DoseTapStore", "DoseTapLinux",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

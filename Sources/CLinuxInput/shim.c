@@ -128,3 +128,40 @@ long dosetap_evdev_read_event(int fd, uint16_t *type, uint16_t *code, int32_t *v
     *microseconds = (int64_t)event.input_event_usec;
     return (long)n;
 }
+
+int dosetap_evdev_get_key_state(int fd, uint8_t *bits, size_t len) {
+    memset(bits, 0, len);
+    return ioctl(fd, EVIOCGKEY(len), bits);
+}
+
+int dosetap_evdev_get_uniq(int fd, char *uniq, size_t len) {
+    if (len == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(uniq, 0, len);
+    return ioctl(fd, EVIOCGUNIQ(len - 1), uniq);
+}
+
+void dosetap_input_event_unpack(const void *record, uint16_t *type, uint16_t *code, int32_t *value,
+                                int64_t *seconds, int64_t *microseconds) {
+    struct input_event event;
+    memcpy(&event, record, sizeof(event));
+    *type = event.type;
+    *code = event.code;
+    *value = event.value;
+    *seconds = (int64_t)event.input_event_sec;
+    *microseconds = (int64_t)event.input_event_usec;
+}
+
+void dosetap_input_event_pack(void *record, int64_t seconds, int64_t microseconds, uint16_t type,
+                              uint16_t code, int32_t value) {
+    struct input_event event;
+    memset(&event, 0, sizeof(event));
+    event.input_event_sec = seconds;
+    event.input_event_usec = microseconds;
+    event.type = type;
+    event.code = code;
+    event.value = value;
+    memcpy(record, &event, sizeof(event));
+}

@@ -65,13 +65,25 @@ public enum Agent {
                                                                clock: SystemClock(), logger: logger,
                                                                onRecorded: { scheduler.poke() })))
         }
+        // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
+        var buttonWatcher: DirectoryWatcher?
+        do {
+            let system = try DBusConnection(bus: .system, logger: logger)
+            buttonWatcher = try? DirectoryWatcher(directory: paths.dataDirectory.path)
+            services.append(.init(service: ButtonService(
+                bluez: BlueZClient(connection: system, logger: logger), buttons: ButtonRepository(database: database),
+                repository: repository, samples: BatterySampleRepository(database: database), feedback: feedback,
+                clock: SystemClock(), logger: logger, databaseChanges: buttonWatcher?.changes, onRecorded: { scheduler.poke() })))
+        } catch {
+            logger.notice("no system bus: BLE buttons are unavailable", metadata: ["error": "\(error)"])
+        }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval)))
         }
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        withExtendedLifetime(watcher) {}
+        withExtendedLifetime((watcher, buttonWatcher)) {}
         notifier.notify("STOPPING=1")
         logger.info("agent stopped")
     }

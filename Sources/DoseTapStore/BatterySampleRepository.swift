@@ -31,7 +31,7 @@ public struct BatterySampleRepository: BatteryHistoryStore {
         try database.writer.read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT at, level, energy_wh, energy_full_wh, rate_w, on_ac, status FROM battery_sample WHERE at >= ? ORDER BY at, id",
+                sql: "SELECT at, level, energy_wh, energy_full_wh, rate_w, on_ac, status FROM battery_sample WHERE at >= ? AND source = 'system' ORDER BY at, id",
                 arguments: [since.timeIntervalSince1970]
             ).map { row in
                 BatterySample(at: Date(timeIntervalSince1970: row["at"]), level: row["level"],
@@ -39,6 +39,26 @@ public struct BatterySampleRepository: BatteryHistoryStore {
                               rateW: row["rate_w"], onAC: row["on_ac"],
                               status: SupplyStatus(rawValue: row["status"]) ?? .unknown)
             }
+        }
+    }
+
+    /// A battery level of another power source (a button: "button:<name>"), for the low-battery alerts.
+    public func appendLevel(source: String, level: Double, at: Date) throws {
+        try database.writer.write { db in
+            try db.execute(sql: "INSERT INTO battery_sample (at, level, on_ac, status, source) VALUES (?, ?, 0, 'discharging', ?)",
+                           arguments: [at.timeIntervalSince1970, level, source])
+            try db.execute(sql: "DELETE FROM battery_sample WHERE at < ?", arguments: [at.addingTimeInterval(-retention).timeIntervalSince1970])
+        }
+    }
+
+    /// The latest level of each non-system power source.
+    public func latestLevels() throws -> [String: (level: Double, at: Date)] {
+        try database.writer.read { db in
+            var out: [String: (level: Double, at: Date)] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT source, level, MAX(at) AS at FROM battery_sample WHERE source != 'system' GROUP BY source") {
+                out[row["source"]] = (row["level"], Date(timeIntervalSince1970: row["at"]))
+            }
+            return out
         }
     }
 

@@ -86,6 +86,19 @@ public final class DoseTapDatabase: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v3-buttons") { db in
+            try db.execute(sql: """
+                CREATE TABLE button (
+                    address TEXT PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    bindkey TEXT,
+                    mapping TEXT NOT NULL,
+                    added_at REAL NOT NULL
+                );
+                ALTER TABLE battery_sample ADD COLUMN source TEXT NOT NULL DEFAULT 'system';
+                """)
+        }
         return migrator
     }
 
@@ -97,6 +110,7 @@ public final class DoseTapDatabase: Sendable {
             try db.execute(sql: "DELETE FROM dose_event")
             try db.execute(sql: "DELETE FROM reminder_fired")
             try db.execute(sql: "DELETE FROM battery_sample")
+            try db.execute(sql: "DELETE FROM button")
             try db.execute(sql: "DELETE FROM setting")
         }
     }

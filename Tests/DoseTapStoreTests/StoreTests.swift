@@ -19,11 +19,11 @@ struct StoreTests {
     func create() throws {
         let dir = try temporaryDirectory()
         let db = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log"])
+        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons"])
         #expect(try db.journalMode() == "wal")
         // Re-opening runs no migration twice.
         let again = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log"])
+        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons"])
     }
 
     @Test("openIfPresent does not create a database")

@@ -74,6 +74,24 @@ long dosetap_evdev_write_event(int fd, uint16_t type, uint16_t code, int32_t val
 long dosetap_evdev_read_event(int fd, uint16_t *type, uint16_t *code, int32_t *value,
                               int64_t *seconds, int64_t *microseconds);
 
+/* --- HID buttons (remotes read as keys) ------------------------------------------------------ */
+
+/* EVIOCGKEY(len): the keys held down right now, one bit per KEY_* / BTN_* code (KEY_CNT / 8 bytes
+ * is enough). Used to resynchronise after SYN_DROPPED and to ignore a key already held at open. */
+int dosetap_evdev_get_key_state(int fd, uint8_t *bits, size_t len);
+
+/* EVIOCGUNIQ(len): the device's unique id, NUL-terminated in `uniq` (for a Bluetooth remote: its
+ * address, as BlueZ or the kernel's hidp wrote it). Returns the length or -1 (ENOENT when empty). */
+int dosetap_evdev_get_uniq(int fd, char *uniq, size_t len);
+
+/* One `struct input_event` record (dosetap_input_event_size() bytes, as read(2) returns them) taken
+ * apart and put together, so Swift never depends on the timeval layout (64-bit time on 64-bit
+ * kernels, 32-bit seconds and microseconds on 32-bit ones such as armhf Raspberry Pi OS). */
+void dosetap_input_event_unpack(const void *record, uint16_t *type, uint16_t *code, int32_t *value,
+                                int64_t *seconds, int64_t *microseconds);
+void dosetap_input_event_pack(void *record, int64_t seconds, int64_t microseconds, uint16_t type,
+                              uint16_t code, int32_t value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,103 @@
+import DoseTapCore
+import DoseTapCrypto
+import DoseTapLinux
+import Foundation
+import Logging
+
+/// What one advert from an added button asks for.
+public struct ButtonIntent: Sendable, Equatable {
+    public var button: ButtonConfig
+    public var buttonIndex: Int
+    public var gesture: ButtonGesture
+    public var action: ButtonAction
+    /// When the press reached DoseTap (its age is measured from here).
+    public var at: Date
+}
+
+/// Turns adverts into intents: only for buttons on the allowlist, with BTHome's packet-id, counter and
+/// bindkey rules, one hold per holding, and everything refused logged once per cause (not per packet).
+public final class ButtonInterpreter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buttons: [String: ButtonConfig] = [:]
+    private var states: [String: BTHomeDeviceState] = [:]
+    private var lastHold: [String: Date] = [:]
+    private var logged: Set<String> = []
+    private let logger: Logger
+
+    public init(buttons: [ButtonConfig], logger: Logger) {
+        self.logger = logger
+        replace(buttons)
+    }
+
+    /// New allowlist (a button added, removed or remapped): states of buttons whose key changed restart.
+    public func replace(_ new: [ButtonConfig]) {
+        lock.lock()
+        defer { lock.unlock() }
+        let old = buttons
+        buttons = Dictionary(new.map { ($0.address, $0) }, uniquingKeysWith: { a, _ in a })
+        for (address, config) in buttons where old[address]?.bindkey != config.bindkey || old[address]?.kind != config.kind {
+            states[address] = nil
+        }
+        for address in states.keys where buttons[address] == nil { states[address] = nil }
+    }
+
+    public var configured: [ButtonConfig] {
+        lock.lock()
+        defer { lock.unlock() }
+        return Array(buttons.values)
+    }
+
+    public struct Outcome: Sendable {
+        public var intents: [ButtonIntent] = []
+        public var battery: (button: ButtonConfig, level: Int)?
+    }
+
+    public func interpret(_ advert: BLEAdvert) -> Outcome {
+        guard let data = advert.serviceData[BLEAdvert.bthomeUUID] else { return Outcome() }
+        lock.lock()
+        defer { lock.unlock() }
+        guard let button = buttons[advert.address], button.kind == .bthome else {
+            logOnce("unknown:\(advert.address)", "ignored a BTHome advert from a button that was not added",
+                    ["address": "\(advert.address)"])
+            return Outcome()
+        }
+        var state = states[advert.address] ?? {
+            let address = BTHomeAddress(advert.address)!
+            let key = button.bindkey.flatMap { BTHomeBindkey(hex: $0) }
+            return BTHomeDeviceState(address: address, decryptor: key)
+        }()
+        let reception = state.receive(data, at: advert.receivedAt)
+        states[advert.address] = state
+        var outcome = Outcome()
+        switch reception {
+        case .duplicate:
+            return outcome
+        case .rejected(let rejection):
+            logOnce("rejected:\(advert.address):\(rejection)", "BTHome advert rejected",
+                    ["address": "\(advert.address)", "reason": "\(rejection)"])
+            return outcome
+        case .accepted(let parsed):
+            if let battery = parsed.battery { outcome.battery = (button, Int(battery)) }
+            for (index, event) in parsed.events.sorted(by: { $0.key < $1.key }) {
+                guard let gesture = ButtonGesture(bthome: event) else { continue }
+                if gesture == .hold {
+                    // hold_press repeats while held: one hold per holding.
+                    let key = "\(advert.address)#\(index)"
+                    if let last = lastHold[key], advert.receivedAt.timeIntervalSince(last) < 4, advert.receivedAt >= last {
+                        lastHold[key] = advert.receivedAt
+                        continue
+                    }
+                    lastHold[key] = advert.receivedAt
+                }
+                outcome.intents.append(ButtonIntent(button: button, buttonIndex: index, gesture: gesture,
+                                                    action: button.mapping.action(for: gesture), at: advert.receivedAt))
+            }
+            return outcome
+        }
+    }
+
+    private func logOnce(_ key: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {
+        guard logged.insert(key).inserted else { return }
+        logger.notice(message, metadata: metadata)
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+
+/// One observation of a BLE device: an advertisement (or a property change) as BlueZ reports it.
+public struct BLEAdvert: Sendable, Equatable {
+    /// "AA:BB:CC:DD:EE:FF".
+    public var address: String
+    public var name: String?
+    public var rssi: Int?
+    /// Service data by 128-bit UUID (lower case), e.g. BTHome under "0000fcd2-0000-1000-8000-00805f9b34fb".
+    public var serviceData: [String: [UInt8]]
+    public var manufacturerData: [Int: [UInt8]]
+    public var uuids: [String]
+    /// When DoseTap received it (the press's age is measured from here).
+    public var receivedAt: Date
+
+    public static let bthomeUUID = "0000fcd2-0000-1000-8000-00805f9b34fb"
+}
+
+/// A client of BlueZ (`org.bluez` on the system bus): the object tree, LE discovery with duplicate
+/// adverts, and a stream of adverts from `InterfacesAdded` and `PropertiesChanged` on `Device1`.
+public final class BlueZClient: Sendable {
+    public let connection: DBusConnection
+    private let logger: Logger
+
+    static let service = "org.bluez"
+
+    public init(connection: DBusConnection, logger: Logger = Logger(label: "dosetap.bluez")) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// `ObjectManager.GetManagedObjects`: path → interface → properties.
+    public func managedObjects() async throws -> [String: [String: [String: DBusValue]]] {
+        let reply = try await connection.call(destination: Self.service, path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+                                              member: "GetManagedObjects")
+        guard case .dictionary(_, _, let entries)? = reply.first else {
+            throw DBusError(name: "org.dosetap.Error.BadReply", message: "GetManagedObjects returned \(reply.first?.signature ?? "nothing")")
+        }
+        var out: [String: [String: [String: DBusValue]]] = [:]
+        for entry in entries {
+            guard let path = entry.key.string, let interfaces = entry.value.stringKeyed else { continue }
+            out[path] = interfaces.compactMapValues { $0.stringKeyed }
+        }
+        return out
+    }
+
+    /// The adapters (`org.bluez.Adapter1` objects).
+    public func adapters() async throws -> [String] {
+        try await managedObjects().filter { $0.value["org.bluez.Adapter1"] != nil }.map(\.key).sorted()
+    }
+
+    /// LE discovery with every advert reported (`DuplicateData`), on every adapter that is powered.
+    public func startDiscovery() async throws {
+        for adapter in try await adapters() {
+            do {
+                _ = try await connection.call(destination: Self.service, path: adapter, interface: "org.bluez.Adapter1",
+                                              member: "SetDiscoveryFilter",
+                                              arguments: [.vardict(["Transport": .string("le"), "DuplicateData": .bool(true)])])
+                _ = try await connection.call(destination: Self.service, path: adapter, interface: "org.bluez.Adapter1",
+                                              member: "StartDiscovery")
+            } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
+                continue
+            } catch {
+                logger.warning("cannot start discovery", metadata: ["adapter": "\(adapter)", "error": "\(error)"])
+            }
+        }
+    }
+
+    public func stopDiscovery() async {
+        for adapter in (try? await adapters()) ?? [] {
+            _ = try? await connection.call(destination: Self.service, path: adapter, interface: "org.bluez.Adapter1", member: "StopDiscovery")
+        }
+    }
+
+    /// Adverts: the devices already known, then every `InterfacesAdded` and `PropertiesChanged` of a
+    /// `Device1`. Malformed signals are dropped.
+    public func adverts() async throws -> AsyncStream<BLEAdvert> {
+        let added = try await connection.signals(DBusMatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded"))
+        let changed = try await connection.signals(DBusMatchRule(pathNamespace: "/org/bluez", interface: "org.freedesktop.DBus.Properties",
+                                                                 member: "PropertiesChanged", arg0: "org.bluez.Device1"))
+        let known = (try? await managedObjects()) ?? [:]
+        let (stream, continuation) = AsyncStream<BLEAdvert>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let addresses = AddressBook()
+        for (path, interfaces) in known {
+            if let props = interfaces["org.bluez.Device1"], let advert = Self.advert(path: path, properties: props, book: addresses) {
+                continuation.yield(advert)
+            }
+        }
+        let a = Task {
+            for await message in added {
+                guard message.body.count == 2, let path = message.body[0].string,
+                      let interfaces = message.body[1].stringKeyed, let props = interfaces["org.bluez.Device1"]?.stringKeyed,
+                      let advert = Self.advert(path: path, properties: props, book: addresses) else { continue }
+                continuation.yield(advert)
+            }
+        }
+        let c = Task {
+            for await message in changed {
+                guard message.body.count >= 2, let path = message.path, let props = message.body[1].stringKeyed,
+                      let advert = Self.advert(path: path, properties: props, book: addresses) else { continue }
+                continuation.yield(advert)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in
+            a.cancel()
+            c.cancel()
+        }
+        return stream
+    }
+
+    /// Remembers each device path's address (PropertiesChanged carries only what changed).
+    final class AddressBook: @unchecked Sendable {
+        private let lock = NSLock()
+        private var byPath: [String: String] = [:]
+        func address(path: String, properties: [String: DBusValue]) -> String? {
+            lock.lock()
+            defer { lock.unlock() }
+            if let a = properties["Address"]?.string, let n = Self.normalize(a) {
+                byPath[path] = n
+                return n
+            }
+            if let known = byPath[path] { return known }
+            // BlueZ names device objects …/dev_AA_BB_CC_DD_EE_FF.
+            guard let last = path.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
+            let candidate = last.dropFirst(4).replacingOccurrences(of: "_", with: ":")
+            return Self.normalize(candidate)
+        }
+        static func normalize(_ s: String) -> String? {
+            let parts = s.split(separator: ":")
+            guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
+            return parts.map { $0.uppercased() }.joined(separator: ":")
+        }
+    }
+
+    static func advert(path: String, properties: [String: DBusValue], book: AddressBook) -> BLEAdvert? {
+        guard let address = book.address(path: path, properties: properties) else { return nil }
+        var serviceData: [String: [UInt8]] = [:]
+        if let sd = properties["ServiceData"]?.stringKeyed {
+            for (uuid, value) in sd { if let bytes = value.bytes { serviceData[uuid.lowercased()] = bytes } }
+        }
+        var manufacturer: [Int: [UInt8]] = [:]
+        if let md = properties["ManufacturerData"]?.intKeyed {
+            for (id, value) in md { if let bytes = value.bytes { manufacturer[id] = bytes } }
+        }
+        return BLEAdvert(address: address, name: properties["Name"]?.string ?? properties["Alias"]?.string,
+                         rssi: properties["RSSI"]?.int, serviceData: serviceData, manufacturerData: manufacturer,
+                         uuids: properties["UUIDs"]?.array?.compactMap(\.string) ?? [], receivedAt: Date())
+    }
+
+    /// Tells when `org.bluez` gets a new owner (bluetoothd restarted): re-read the tree, re-apply the filter.
+    public func ownerChanges() async throws -> AsyncStream<String> {
+        let signals = try await connection.signals(DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                                                 member: "NameOwnerChanged", arg0: Self.service))
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        let task = Task {
+            for await m in signals {
+                guard m.body.count == 3, let newOwner = m.body[2].string else { continue }
+                continuation.yield(newOwner)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
