@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "DoseTapAgentTests",
             dependencies: [
-                "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux",
+                "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: strict

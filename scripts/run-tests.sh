@@ -33,6 +33,9 @@ cleanup() {
 cleanup
 trap cleanup EXIT
 
+# The reference BTHome parser (bthome-ble from PyPI, pinned) for the differential tests.
+scripts/bthome-reference.sh >/dev/null
+
 swift build --build-tests
 export DOSETAP_BIN="$PWD/.build/debug/dosetap"
 if [[ $# -gt 0 ]]; then

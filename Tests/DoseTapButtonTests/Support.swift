@@ -67,6 +67,8 @@ enum ButtonFixtures {
 
 enum Reference {
     static let setupScript = "scripts/bthome-reference.sh"
+    /// The pinned version (hw-fixtures/bthome/reference-requirements.txt).
+    static let version = "3.25.0"
 
     /// The venv's python. Missing → the test fails (never skips), naming the script that sets it up.
     static func python() throws -> String {
@@ -82,7 +84,7 @@ enum Reference {
     static func run(_ requests: [[String: Any]]) async throws -> [[String: Any]] {
         let python = try python()
         let driver = ButtonFixtures.directory.appendingPathComponent("reference.py").path
-        var input = ""
+        var input = "{\"op\": \"version\"}\n"
         for request in requests {
             let line = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
             input += String(decoding: line, as: UTF8.self) + "\n"
@@ -93,7 +95,11 @@ enum Reference {
         guard case .exited(0) = result.terminationStatus else {
             throw FixtureError("\(driver) failed (\(result.terminationStatus)): \(result.standardError)")
         }
-        let lines = result.standardOutput.split(separator: "\n")
+        var lines = result.standardOutput.split(separator: "\n")
+        guard let first = lines.first, first.contains("\"version\": \"\(version)\"") else {
+            throw FixtureError("the reference venv does not hold bthome-ble \(version) (\(lines.first ?? "no answer")): rerun \(setupScript)")
+        }
+        lines.removeFirst()
         guard lines.count == requests.count else {
             throw FixtureError("\(driver) answered \(lines.count) lines for \(requests.count) requests: \(result.standardError)")
         }

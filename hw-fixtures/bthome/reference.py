@@ -14,7 +14,8 @@ Input line:  {"id": 7, "mac": "A4:C1:38:8D:18:B2", "data": "40003a01", "bindkey"
     device with a different bindkey sets that key on it (set_bindkey), as a user adding a key would.
   - time: optional advert time in seconds (any epoch); default 1709331995.5.
 
-A line {"op": "ccm", "id": 1, "key": hex, "nonce": hex, "aad": hex, "plaintext": hex,
+A line {"op": "version"} answers {"outcome": "version", "version": "3.25.0"} (the installed
+bthome-ble). A line {"op": "ccm", "id": 1, "key": hex, "nonce": hex, "aad": hex, "plaintext": hex,
 "tag_length": 4} is sealed with AES-CCM by the `cryptography` package instead:
 {"id": 1, "outcome": "sealed", "sealed": ciphertext+tag hex}.
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from importlib.metadata import version
 from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM
@@ -282,7 +284,12 @@ def main() -> int:
             continue
         try:
             request = json.loads(line)
-            result = run_ccm(request) if request.get("op") == "ccm" else run_one(request, devices)
+            if request.get("op") == "version":
+                result = {"id": request.get("id"), "outcome": "version", "version": version("bthome-ble")}
+            elif request.get("op") == "ccm":
+                result = run_ccm(request)
+            else:
+                result = run_one(request, devices)
         except Exception as error:  # noqa: BLE001 - a bad input line is reported, not fatal
             result = {"id": None, "outcome": "error", "reason": f"{type(error).__name__}: {error}"}
         sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")

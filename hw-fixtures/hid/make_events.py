@@ -8,6 +8,10 @@ core's software autorepeat for a held key (value 2 + SYN_REPORT, first after 250
 no MSC_SCAN). The format is what `umockdev-record --evemu-events` writes and what
 `umockdev_testbed_load_evemu_events` replays: "E: sec.usec TYPE CODE value", type and code in hex.
 
+No down or up here has a microsecond field below 100000: umockdev (0.17.16 and its current
+source) parses "sec.usec" with base auto-detection, so a zero-padded "040207" is read as octal (16519
+µs). Only autorepeat events (ignored by DoseTap) may fall on such a timestamp.
+
 Run it from anywhere; it rewrites the files next to it. The tests hard-code the expected timestamps,
 so a change here must be a deliberate change there too.
 """
@@ -67,7 +71,7 @@ write("double.events", CONSUMER, "AB Shutter3, iOS button: two clicks, 174 ms ap
       report(t, [(KEY_VOLUMEUP, 1)]) + report(t + 96_003, [(KEY_VOLUMEUP, 0)])
       + report(t + 270_011, [(KEY_VOLUMEUP, 1)]) + report(t + 371_240, [(KEY_VOLUMEUP, 0)]))
 
-t = 1732166788_040207
+t = 1732166788_540207
 up = t + 1_603_115
 write("hold.events", CONSUMER,
       "AB Shutter3, iOS button held 1.6 s: the input core's autorepeat (value 2) from 250 ms, every 33 ms.",

@@ -15,6 +15,17 @@ public struct BLEAdvert: Sendable, Equatable {
     public var receivedAt: Date
 
     public static let bthomeUUID = "0000fcd2-0000-1000-8000-00805f9b34fb"
+
+    public init(address: String, name: String?, rssi: Int?, serviceData: [String: [UInt8]], manufacturerData: [Int: [UInt8]],
+                uuids: [String], receivedAt: Date) {
+        self.address = address
+        self.name = name
+        self.rssi = rssi
+        self.serviceData = serviceData
+        self.manufacturerData = manufacturerData
+        self.uuids = uuids
+        self.receivedAt = receivedAt
+    }
 }
 
 /// A client of BlueZ (`org.bluez` on the system bus): the object tree, LE discovery with duplicate

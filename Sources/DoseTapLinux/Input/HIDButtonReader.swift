@@ -11,8 +11,8 @@ import Logging
 /// (`HIDKeyDecoder`: EV_KEY only, autorepeat ignored).
 ///
 /// The node ends by itself on ENODEV (the remote went away), on end of file and on any other read
-/// error: one `.ended` output, one log line, then it releases the grab and closes the descriptor.
-/// `stop()` ends it from outside, without an `.ended` output.
+/// error (one log line), or from outside with `stop()`. Either way exactly one `.ended` output is the
+/// last one, then the grab is released and the descriptor closed.
 ///
 /// Every output is delivered on `queue`; all mutable state lives there.
 public final class HIDButtonReader: @unchecked Sendable {
@@ -114,17 +114,23 @@ public final class HIDButtonReader: @unchecked Sendable {
         buffer.deallocate()
     }
 
-    /// Ends reading without an `.ended` output: releases the grab and closes the node. From any thread.
+    /// Ends reading (`.ended(.stopped, …)` is the last output), releases the grab and closes the node.
+    /// From any thread; a no-op once the reader has ended.
     public func stop() {
         queue.async { [self] in stopOnQueue() }
     }
 
     /// `stop()` for callers already on `queue`.
     func stopOnQueue() {
+        finish(.stopped)
+    }
+
+    private func finish(_ reason: HIDDisconnectReason) {
         guard !finished else { return }
         finished = true
         source?.cancel()
         source = nil
+        deliver(.ended(reason, interruptedPress: decoder.isDown))
     }
 
     /// The button is down right now (on `queue`).
@@ -172,20 +178,20 @@ public final class HIDButtonReader: @unchecked Sendable {
         return InputEventRecord(seconds: seconds, microseconds: microseconds, type: type, code: code, value: value)
     }
 
+    /// The node ended by itself: one log line, then `finish`.
     private func end(_ reason: HIDDisconnectReason) {
         guard !finished else { return }
-        let interrupted = decoder.isDown
+        let dropped = decoder.isDown ? " (a press in progress is dropped)" : ""
         switch reason {
         case .deviceGone, .endOfStream:
-            logger.info("HID remote \(devnode): \(reason); stopped reading\(interrupted ? " (a press in progress is dropped)" : "")")
+            logger.info("HID remote \(devnode): \(reason); stopped reading\(dropped)")
         default:
-            logger.warning("HID remote \(devnode): \(reason); stopped reading\(interrupted ? " (a press in progress is dropped)" : "")")
+            logger.warning("HID remote \(devnode): \(reason); stopped reading\(dropped)")
         }
-        stopOnQueue()
-        deliver(.ended(reason, interruptedPress: interrupted))
+        finish(reason)
     }
 
-    /// A reader whose outputs arrive as a stream (finished after `.ended`), on a queue of its own.
+    /// A reader whose outputs arrive as a stream (finished after `.ended`), read on a queue of its own.
     /// Ending the stream (the consumer stops iterating) stops the reader.
     public static func stream(fd: Int32, devnode: String, io: any HIDButtonIO = SystemHIDButtonIO(),
                               logger: Logger = Logger(label: "dosetap.hid")) -> (HIDButtonReader, AsyncStream<Output>) {

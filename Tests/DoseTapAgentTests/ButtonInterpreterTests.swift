@@ -1,0 +1,94 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapCrypto
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import InMemoryLogging
+import Logging
+import Testing
+
+@Suite("Buttons in the agent: allowlist, BTHome rules, one hold per holding, the dose policy")
+struct ButtonInterpreterTests {
+    static let address = "A4:C1:38:8D:18:B2"
+    static let key = "231d39c1d7cc1ab1aee224cd096db932"
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func advert(_ payload: [UInt8], at seconds: Double, address: String = address) -> BLEAdvert {
+        BLEAdvert(address: address, name: nil, rssi: -60, serviceData: [BLEAdvert.bthomeUUID: payload], manufacturerData: [:],
+                  uuids: [], receivedAt: t0.addingTimeInterval(seconds))
+    }
+
+    func interpreter(bindkey: String? = nil) throws -> (ButtonInterpreter, InMemoryLogHandler) {
+        let logs = InMemoryLogHandler()
+        let button = try ButtonConfig(address: Self.address, kind: .bthome, name: "bedside", bindkey: bindkey)
+        return (ButtonInterpreter(buttons: [button], logger: Logger(label: "t") { _ in logs }), logs)
+    }
+
+    @Test("a press is a single → take; the same packet again is nothing; the battery is reported")
+    func press() throws {
+        let (i, _) = try interpreter()
+        let first = i.interpret(advert([0x40, 0x00, 0x07, 0x01, 0x5D, 0x3A, 0x01], at: 0))
+        #expect(first.intents.map(\.gesture) == [.single])
+        #expect(first.intents.first?.action == .take)
+        #expect(first.battery?.level == 93)
+        #expect(i.interpret(advert([0x40, 0x00, 0x07, 0x01, 0x5D, 0x3A, 0x01], at: 0.5)).intents.isEmpty)
+        #expect(i.interpret(advert([0x40, 0x00, 0x08, 0x3A, 0x02], at: 1)).intents.map(\.gesture) == [.double])
+        // A periodic beacon (3A 00) never re-fires the last press.
+        #expect(i.interpret(advert([0x40, 0x00, 0x09, 0x3A, 0x00], at: 2)).intents.isEmpty)
+    }
+
+    @Test("hold_press repeats while held: one hold (one undo) per holding")
+    func oneHold() throws {
+        let (i, _) = try interpreter()
+        var holds = 0
+        for (n, t) in [0.0, 0.5, 1.0, 1.5].enumerated() {
+            holds += i.interpret(advert([0x40, 0x00, UInt8(10 + n), 0x3A, 0x80], at: t)).intents.count
+        }
+        #expect(holds == 1)
+        // A new holding, 5 s later, counts again.
+        #expect(i.interpret(advert([0x40, 0x00, 20, 0x3A, 0x80], at: 7)).intents.map(\.gesture) == [.hold])
+    }
+
+    @Test("a stranger's button does nothing, and is logged once, not once per packet")
+    func stranger() throws {
+        let (i, logs) = try interpreter()
+        for n in 0..<5 {
+            #expect(i.interpret(advert([0x40, 0x00, UInt8(n), 0x3A, 0x01], at: Double(n), address: "11:22:33:44:55:66")).intents.isEmpty)
+        }
+        #expect(logs.entries.filter { $0.message.description.contains("not added") }.count == 1)
+    }
+
+    @Test("encrypted: the right key acts; a wrong key, a replayed counter and a plaintext downgrade do nothing")
+    func encrypted() throws {
+        let (i, logs) = try interpreter(bindkey: Self.key)
+        let key = try #require(BTHomeBindkey(hex: Self.key))
+        let address = try #require(BTHomeAddress(Self.address))
+        let press = key.seal(objects: [0x00, 0x01, 0x3A, 0x01], address: address, counter: 100)
+        #expect(i.interpret(advert(press, at: 0)).intents.map(\.gesture) == [.single])
+        // The same advert captured and replayed later: never acted on twice.
+        #expect(i.interpret(advert(press, at: 30)).intents.isEmpty)
+        // An older counter: refused.
+        let old = key.seal(objects: [0x00, 0x05, 0x3A, 0x01], address: address, counter: 99)
+        #expect(i.interpret(advert(old, at: 31)).intents.isEmpty)
+        // Plaintext from this address once a bindkey is set: refused (downgrade).
+        #expect(i.interpret(advert([0x40, 0x00, 0x06, 0x3A, 0x01], at: 32)).intents.isEmpty)
+        // Another key: the MIC does not match.
+        let other = try #require(BTHomeBindkey(hex: "00112233445566778899aabbccddeeff"))
+        #expect(i.interpret(advert(other.seal(objects: [0x00, 0x07, 0x3A, 0x01], address: address, counter: 200), at: 33)).intents.isEmpty)
+        let rejected = logs.entries.filter { $0.message.description == "BTHome advert rejected" }
+        #expect(rejected.count >= 3)
+    }
+
+    @Test("remapping takes effect at once; removing a button stops it")
+    func remap() throws {
+        let (i, _) = try interpreter()
+        var mapping = ButtonMapping()
+        mapping.single = .snooze
+        i.replace([try ButtonConfig(address: Self.address, kind: .bthome, name: "bedside", mapping: mapping)])
+        #expect(i.interpret(advert([0x40, 0x00, 0x01, 0x3A, 0x01], at: 0)).intents.first?.action == .snooze)
+        i.replace([])
+        #expect(i.interpret(advert([0x40, 0x00, 0x02, 0x3A, 0x01], at: 1)).intents.isEmpty)
+    }
+}
