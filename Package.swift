@@ -93,6 +93,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .executableTarget(
+            name: "button-latency",
+            dependencies: ["DoseTapAgent", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting",
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/ButtonLatency",
+            swiftSettings: strict
+        ),
+
         // Fakes for every port and fixture loaders; used by tests only.
         .target(
             name: "DoseTapTesting",
@@ -111,6 +119,7 @@ let package = Package(
                 "DoseTapCore", "DoseTapCrypto", "DoseTapTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
         ),

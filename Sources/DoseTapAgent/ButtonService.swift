@@ -22,12 +22,15 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     private let interpreter: ButtonInterpreter
     private let databaseChanges: AsyncStream<Void>?
     private let onRecorded: @Sendable () -> Void
+    private let onHandled: @Sendable (BLEAdvert, [DoseOutcome]) -> Void
     private let guards = Mutex<[String: ButtonFloodGuard]>([:])
     private let lastBattery = Mutex<[String: Date]>([:])
 
     public init(bluez: BlueZClient, buttons: ButtonRepository, repository: DoseRepository, samples: BatterySampleRepository,
                 feedback: FeedbackNotifier?, clock: any WallClock, logger: Logger, databaseChanges: AsyncStream<Void>?,
-                onRecorded: @escaping @Sendable () -> Void = {}) {
+                onRecorded: @escaping @Sendable () -> Void = {},
+                onHandled: @escaping @Sendable (BLEAdvert, [DoseOutcome]) -> Void = { _, _ in }) {
+        self.onHandled = onHandled
         self.bluez = bluez
         self.buttons = buttons
         self.repository = repository
@@ -77,7 +80,10 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                 logger.info("listening to BlueZ", metadata: ["buttons": "\(interpreter.configured.count)"])
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        for await advert in adverts { await self.handle(advert) }
+                        for await advert in adverts {
+                            let outcomes = await self.handle(advert)
+                            self.onHandled(advert, outcomes)
+                        }
                     }
                     group.addTask {
                         for await owner in owners where !owner.isEmpty {

@@ -196,7 +196,6 @@ struct BTHomeDifferentialTests {
         // Most adverts agree exactly; every difference is a documented one, and DoseTap never acts
         // on more presses than the reference.
         #expect(Double(agreed) / Double(requests.count) > 0.9, "agreed \(agreed) of \(requests.count); differences \(differences) \(pairs) events \(ourEvents) \(theirEvents)")
-        print("STATEFUL \(requests.count) agreed \(agreed) \(differences) events \(ourEvents)/\(theirEvents)")
         #expect(ourEvents <= theirEvents)
         #expect(differences.count >= 1, "the lives should exercise the documented differences: \(differences)")
     }

@@ -78,6 +78,14 @@ struct BTHomeStateTests {
         #expect(isAccepted(state.receive(press(11), at: at(-3599))))
     }
 
+    @Test("a duplicate packet id drops the whole advert, also objects sent before it out of order (D4)")
+    func outOfOrderDuplicate() {
+        var state = BTHomeDeviceState(address: shellyAddress)
+        #expect(events(state.receive(bytes("40 3a 01 00 05"), at: at(0))) == [0: .press])
+        // bthome-ble would fire the press again: it stops parsing at the 0x00 object, after the 0x3A.
+        #expect(state.receive(bytes("40 3a 01 00 05"), at: at(1)) == .duplicate(.packetID(5, last: 5)))
+    }
+
     @Test("adverts without a packet id are not deduplicated (bthome-ble does not either)")
     func noPacketID() {
         var state = BTHomeDeviceState(address: shellyAddress)

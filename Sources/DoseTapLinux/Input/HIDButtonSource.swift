@@ -43,7 +43,6 @@ public final class HIDButtonSource: @unchecked Sendable {
     private let logger: Logger
     // Touched only on `queue`.
     private var subscription: Subscription?
-    private var generation = 0
 
     public init(io: any HIDButtonIO = SystemHIDButtonIO(), logger: Logger = Logger(label: "dosetap.hid")) throws {
         guard let context = udev_new() else {
@@ -74,21 +73,24 @@ public final class HIDButtonSource: @unchecked Sendable {
     public func events(addresses: Set<String>) -> AsyncStream<HIDButtonEvent> {
         let (stream, continuation) = AsyncStream<HIDButtonEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         let allowed = Set(addresses.compactMap { HIDRemote.normalize(address: $0) })
+        let token = StreamToken()
+        // Set before anything runs, so a stream dropped at once never leaves nodes open.
+        continuation.onTermination = { [weak self, queue] _ in
+            let owner = self
+            queue.async {
+                token.ended = true
+                guard let subscription = token.subscription else { return }
+                subscription.shutDown(reason: .stopped)
+                if let owner, owner.subscription === subscription { owner.subscription = nil }
+            }
+        }
         queue.async { [self] in
+            guard !token.ended else { return }
             subscription?.shutDown(reason: .stopped)
-            generation += 1
-            let id = generation
             let subscription = Subscription(context: Context(udev: udev, queue: queue, io: io, logger: logger),
                                             allowed: allowed, continuation: continuation)
+            token.subscription = subscription
             self.subscription = subscription
-            continuation.onTermination = { [weak self] _ in
-                guard let self else { return }
-                queue.async {
-                    guard let current = self.subscription, current === subscription, self.generation == id else { return }
-                    current.shutDown(reason: .stopped)
-                    self.subscription = nil
-                }
-            }
             subscription.start()
         }
         return stream
@@ -142,9 +144,15 @@ public final class HIDButtonSource: @unchecked Sendable {
             udev_device_get_sysattr_value(d, key).map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
         }
 
-        let hidBus: String? = property(hid, "HID_ID").map { String($0.prefix { $0 != ":" }) }
-            ?? udev_device_get_sysname(hid).map { String(String(cString: $0).prefix { $0 != ":" }) }
-        let bluetooth = hidBus.map { UInt32($0, radix: 16) == 0x0005 }
+        // The hid device's bus decides ("0005:0000248A:00008266", or its kernel name "0005:248A:8266.0004");
+        // only when neither can be read do the input side's ID_BUS and id/bustype.
+        let busField = { (text: String) -> UInt32? in
+            let field = text.prefix { $0 != ":" }
+            return field.count == 4 ? UInt32(field, radix: 16) : nil
+        }
+        let hidBus = property(hid, "HID_ID").flatMap(busField)
+            ?? udev_device_get_sysname(hid).flatMap { busField(String(cString: $0)) }
+        let bluetooth = hidBus.map { $0 == 0x0005 }
             ?? (property(device, "ID_BUS") == "bluetooth" || attribute(input, "id/bustype").flatMap { UInt32($0, radix: 16) } == 0x0005)
         guard bluetooth else { return nil }
 
@@ -165,6 +173,12 @@ public final class HIDButtonSource: @unchecked Sendable {
     }
 
     // MARK: - One subscription
+
+    /// One `events(addresses:)` call: whether its stream ended, and its subscription. Touched only on `queue`.
+    private final class StreamToken: @unchecked Sendable {
+        var ended = false
+        var subscription: Subscription?
+    }
 
     /// What a subscription needs of its source (it may outlive the source object by one queue hop).
     private struct Context {
