@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -165,3 +166,39 @@ void dosetap_input_event_pack(void *record, int64_t seconds, int64_t microsecond
     event.value = value;
     memcpy(record, &event, sizeof(event));
 }
+
+int dosetap_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int dosetap_epoll_add(int epfd, int fd) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof(event));
+    event.events = EPOLLIN;
+    event.data.fd = fd;
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
+int dosetap_epoll_remove(int epfd, int fd) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof(event));
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &event);
+}
+
+int dosetap_epoll_ready(int epfd, int *fds, uint32_t *events, int max) {
+    struct epoll_event ready[64];
+    if (max > 64) max = 64;
+    if (max <= 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    int n;
+    do {
+        n = epoll_wait(epfd, ready, max, 0);
+    } while (n < 0 && errno == EINTR);
+    for (int i = 0; i < n; i++) {
+        fds[i] = ready[i].data.fd;
+        events[i] = ready[i].events;
+    }
+    return n;
+}
+
+uint32_t dosetap_epoll_hangup_bits(void) { return EPOLLHUP | EPOLLERR; }

@@ -75,6 +75,60 @@ struct ButtonAgentTests {
         #expect(levels["button:bedside"]?.level == 93)
     }
 
+    @Test("bluetoothd restarts: the agent re-reads BlueZ's objects and the next press still acts")
+    func bluetoothdRestart() async throws {
+        let cli = try CLI()
+        #expect(try await cli.run(["button", "add", Self.button, "--kind", "bthome", "--name", "bedside"]).exitCode == 0)
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            func populate() async throws {
+                _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
+                                        arguments: [.string("hci0"), .string("bedside-pi")])
+                _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
+                                        arguments: [.string("hci0"), .string(Self.button), .string("SBBT-002C")])
+            }
+            try await populate()
+            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+            let log = LineBuffer()
+            let result = try await Subprocess.run(
+                exe, arguments: Arguments(argv),
+                environment: cli.environment(tz: "America/New_York", extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "DOSETAP_AUDIO_DEVICE": "null"]),
+                input: .none, output: .discarded, error: .sequence
+            ) { execution in
+                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                #expect(await log.wait(for: "listening to BlueZ", timeout: 15) != nil)
+                // bluetoothd dies and comes back: a new owner of org.bluez with a fresh object tree.
+                try killMock(address: bus.address)
+                let restarted = Task {
+                    try await Subprocess.run(.path("/usr/bin/python3"), arguments: ["-m", "dbusmock", "--system", "--template", "bluez5"],
+                                             environment: .custom(["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": bus.address]),
+                                             input: .none, output: .discarded, error: .discarded)
+                }
+                defer { restarted.cancel(); try? killMock(address: bus.address) }
+                #expect(await log.wait(for: "bluetoothd restarted", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+                try await populate()
+                try await Task.sleep(for: .milliseconds(500))
+                try await advertise(mock, Self.button, [0x40, 0x00, 0x03, 0x3A, 0x01])
+                #expect(await log.wait(for: "button action recorded", timeout: 10) != nil, "\(log.all.joined(separator: "\n"))")
+                try execution.send(signal: .terminate)
+                _ = try? await reader.value
+            }
+            #expect(result.terminationStatus == .exited(0))
+        }
+        #expect(log(count: "", in: cli) == 1)
+    }
+
+    /// Kills the python-dbusmock server on this bus.
+    func killMock(address: String) throws {
+        for pid in try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init) {
+            guard let cmd = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+                  String(decoding: cmd, as: UTF8.self).contains("dbusmock"),
+                  let env = FileManager.default.contents(atPath: "/proc/\(pid)/environ"),
+                  String(decoding: env, as: UTF8.self).contains(address) else { continue }
+            kill(pid, SIGKILL)
+        }
+    }
+
     /// Counts dose events recorded from buttons (the log lines are gone with the agent).
     func log(count text: String, in cli: CLI) -> Int {
         (try? DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory)).allEvents().filter { $0.source == .button }.count) ?? -1

@@ -92,6 +92,19 @@ void dosetap_input_event_unpack(const void *record, uint16_t *type, uint16_t *co
 void dosetap_input_event_pack(void *record, int64_t seconds, int64_t microseconds, uint16_t type,
                               uint16_t code, int32_t value);
 
+/* A private epoll set for evdev nodes, so one DispatchSource (on the epoll descriptor, which never
+ * hangs up) watches them all and a node that hangs up (EPOLLHUP on unplug) is removed and closed on the
+ * owner's queue, in order. (libdispatch's own handling of EPOLLHUP on Linux has crashed in
+ * _dispatch_event_loop_drain when read sources on hung-up descriptors were cancelled concurrently.)
+ * Each returns what the system call returns (-1 with errno set on failure). */
+int dosetap_epoll_create(void);
+int dosetap_epoll_add(int epfd, int fd);
+int dosetap_epoll_remove(int epfd, int fd);
+/* Without waiting: up to `max` (at most 64) ready descriptors and their EPOLL* event bits. */
+int dosetap_epoll_ready(int epfd, int *fds, uint32_t *events, int max);
+/* EPOLLHUP | EPOLLERR, for Swift. */
+uint32_t dosetap_epoll_hangup_bits(void);
+
 #ifdef __cplusplus
 }
 #endif

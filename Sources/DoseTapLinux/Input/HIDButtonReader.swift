@@ -6,9 +6,15 @@ import Glibc
 import Logging
 
 /// Reads one evdev node of a HID remote: grabs it (`EVIOCGRAB`, so a shutter's KEY_VOLUMEUP or
-/// KEY_ENTER does not also reach the desktop), reads `struct input_event` records with a
-/// `DispatchSource` on `queue`, and turns them into `.down`/`.up` with the kernel's timestamps
-/// (`HIDKeyDecoder`: EV_KEY only, autorepeat ignored).
+/// KEY_ENTER does not also reach the desktop), reads `struct input_event` records when a
+/// `DispatchSource` on `queue` says they are there, and turns them into `.down`/`.up` with the kernel's
+/// timestamps (`HIDKeyDecoder`: EV_KEY only, autorepeat ignored).
+///
+/// The node is not given to libdispatch directly: it sits in a private epoll set (`HIDEventPoller`)
+/// and the `DispatchSource` watches that set's descriptor. A node that hangs up (an unplugged remote
+/// reports EPOLLHUP) is then taken out of the set and closed on `queue`, in order; read sources on
+/// hung-up descriptors, cancelled while other sources come and go, crashed libdispatch on Linux
+/// (`_dispatch_event_loop_drain`) in about one run in eight of this module's tests.
 ///
 /// The node ends by itself on ENODEV (the remote went away), on end of file and on any other read
 /// error (one log line), or from outside with `stop()`. Either way exactly one `.ended` output is the
@@ -30,12 +36,13 @@ public final class HIDButtonReader: @unchecked Sendable {
 
     private let io: any HIDButtonIO
     private let queue: DispatchQueue
+    private let poller: HIDEventPoller
     private let logger: Logger
     private let deliver: @Sendable (Output) -> Void
     private let recordSize = dosetap_input_event_size()
     private let buffer: UnsafeMutableRawBufferPointer
     // Touched only on `queue`.
-    private var source: DispatchSourceRead?
+    private var registered = false
     private var decoder: HIDKeyDecoder
     private var carried = 0
     private var finished = false
@@ -49,6 +56,19 @@ public final class HIDButtonReader: @unchecked Sendable {
     public static func open(devnode: String, expectedAddress: String? = nil, io: any HIDButtonIO = SystemHIDButtonIO(),
                             queue: DispatchQueue, logger: Logger,
                             deliver: @escaping @Sendable (Output) -> Void) throws(HIDButtonError) -> HIDButtonReader {
+        let poller: HIDEventPoller
+        do {
+            poller = try HIDEventPoller(queue: queue)
+        } catch {
+            throw HIDButtonError("HID remote \(devnode): \(error)", underlying: error)
+        }
+        return try open(devnode: devnode, expectedAddress: expectedAddress, io: io, poller: poller, logger: logger,
+                        deliver: deliver)
+    }
+
+    /// `open` with a shared poller (whose queue the outputs arrive on).
+    static func open(devnode: String, expectedAddress: String?, io: any HIDButtonIO, poller: HIDEventPoller,
+                     logger: Logger, deliver: @escaping @Sendable (Output) -> Void) throws(HIDButtonError) -> HIDButtonReader {
         let fd: Int32
         do {
             fd = try io.open(devnode)
@@ -66,19 +86,33 @@ public final class HIDButtonReader: @unchecked Sendable {
             io.close(fd)
             throw HIDButtonError("HID remote \(devnode): now belongs to \(actual), not \(expectedAddress)")
         }
-        return HIDButtonReader(fd: fd, devnode: devnode, io: io, queue: queue, logger: logger, deliver: deliver)
+        return HIDButtonReader(fd: fd, devnode: devnode, io: io, poller: poller, logger: logger, deliver: deliver)
     }
 
     /// Adopts an open descriptor (an evdev node; in tests also a pipe or a pseudo-terminal): makes it
     /// non-blocking, tries `EVIOCGRAB` (a failure is logged and kept in `grabError`, never fatal),
     /// notes the keys already down (`EVIOCGKEY`; their release is not a press), and starts reading.
-    /// The reader owns `fd` from here on and closes it when it ends.
-    public init(fd: Int32, devnode: String, io: any HIDButtonIO = SystemHIDButtonIO(), queue: DispatchQueue,
-                logger: Logger, deliver: @escaping @Sendable (Output) -> Void) {
+    /// The reader owns `fd` from here on and closes it when it ends. Fails only when the kernel refuses
+    /// an epoll descriptor (then `fd` is closed).
+    public convenience init(fd: Int32, devnode: String, io: any HIDButtonIO = SystemHIDButtonIO(), queue: DispatchQueue,
+                            logger: Logger, deliver: @escaping @Sendable (Output) -> Void) throws(EvdevError) {
+        let poller: HIDEventPoller
+        do {
+            poller = try HIDEventPoller(queue: queue)
+        } catch {
+            io.close(fd)
+            throw error
+        }
+        self.init(fd: fd, devnode: devnode, io: io, poller: poller, logger: logger, deliver: deliver)
+    }
+
+    init(fd: Int32, devnode: String, io: any HIDButtonIO, poller: HIDEventPoller, logger: Logger,
+         deliver: @escaping @Sendable (Output) -> Void) {
         self.fd = fd
         self.devnode = devnode
         self.io = io
-        self.queue = queue
+        self.poller = poller
+        queue = poller.queue
         self.logger = logger
         self.deliver = deliver
         buffer = .allocate(byteCount: recordSize * Self.recordsPerRead, alignment: 16)
@@ -100,14 +134,17 @@ public final class HIDButtonReader: @unchecked Sendable {
         self.grabError = grabError
         decoder = HIDKeyDecoder(initiallyHeld: io.heldKeys(fd) ?? [])
 
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [self] in readAvailable() }
-        source.setCancelHandler { [io, fd, grabbed = grabError == nil] in
-            if grabbed { try? io.grab(fd, false) }
-            io.close(fd)
+        // Registered on the queue (this initialiser may run elsewhere); a stop() queued before that
+        // closes the node without it ever being registered.
+        queue.async { [self] in
+            guard !finished else { return }
+            do throws(EvdevError) {
+                try poller.add(fd) { [self] events in readAvailable(events) }
+                registered = true
+            } catch {
+                end(.readError(error))
+            }
         }
-        self.source = source
-        source.resume()
     }
 
     deinit {
@@ -125,18 +162,31 @@ public final class HIDButtonReader: @unchecked Sendable {
         finish(.stopped)
     }
 
+    /// Out of the epoll set, grab released, closed; then the last output.
     private func finish(_ reason: HIDDisconnectReason) {
         guard !finished else { return }
         finished = true
-        source?.cancel()
-        source = nil
+        if registered {
+            poller.remove(fd)
+            registered = false
+        }
+        if grabError == nil { try? io.grab(fd, false) }
+        io.close(fd)
         deliver(.ended(reason, interruptedPress: decoder.isDown))
     }
 
     /// The button is down right now (on `queue`).
     var isDown: Bool { decoder.isDown }
 
-    private func readAvailable() {
+    /// The poller says the node is ready (`events`: EPOLLIN, EPOLLHUP, EPOLLERR bits).
+    private func readAvailable(_ events: UInt32) {
+        drain()
+        // A hang-up whose read did not end the node (no ENODEV, no end of file): it still is gone, and
+        // level-triggered epoll would report it forever.
+        if !finished, events & dosetap_epoll_hangup_bits() != 0 { end(.deviceGone) }
+    }
+
+    private func drain() {
         while !finished {
             let room = UnsafeMutableRawBufferPointer(rebasing: buffer[carried...])
             let count: Int
@@ -194,14 +244,70 @@ public final class HIDButtonReader: @unchecked Sendable {
     /// A reader whose outputs arrive as a stream (finished after `.ended`), read on a queue of its own.
     /// Ending the stream (the consumer stops iterating) stops the reader.
     public static func stream(fd: Int32, devnode: String, io: any HIDButtonIO = SystemHIDButtonIO(),
-                              logger: Logger = Logger(label: "dosetap.hid")) -> (HIDButtonReader, AsyncStream<Output>) {
+                              logger: Logger = Logger(label: "dosetap.hid")) throws(EvdevError) -> (HIDButtonReader, AsyncStream<Output>) {
         let (stream, continuation) = AsyncStream<Output>.makeStream()
         let queue = DispatchQueue(label: "dosetap.hid.\(devnode)")
-        let reader = HIDButtonReader(fd: fd, devnode: devnode, io: io, queue: queue, logger: logger) { output in
+        let reader = try HIDButtonReader(fd: fd, devnode: devnode, io: io, queue: queue, logger: logger) { output in
             continuation.yield(output)
             if case .ended = output { continuation.finish() }
         }
         continuation.onTermination = { _ in reader.stop() }
         return (reader, stream)
     }
+}
+
+/// A private epoll set watched by one `DispatchSource` on `queue`: calls each registered descriptor's
+/// handler (on `queue`) while it is ready. Registration and removal happen on `queue` only; the set's
+/// own descriptor is closed when the poller goes away.
+final class HIDEventPoller: @unchecked Sendable {
+    let queue: DispatchQueue
+    private let epfd: Int32
+    private let source: DispatchSourceRead
+    private let table: HIDPollerTable
+
+    init(queue: DispatchQueue) throws(EvdevError) {
+        let epfd = dosetap_epoll_create()
+        guard epfd >= 0 else { throw EvdevError("epoll_create1", errno: Glibc.errno) }
+        self.queue = queue
+        self.epfd = epfd
+        let table = HIDPollerTable()
+        source = DispatchSource.makeReadSource(fileDescriptor: epfd, queue: queue)
+        source.setEventHandler { [epfd, table] in
+            var fds = [Int32](repeating: -1, count: 16)
+            var events = [UInt32](repeating: 0, count: 16)
+            // Each round serves every ready node once; level-triggered, so what is left comes back.
+            for _ in 0..<64 {
+                let n = dosetap_epoll_ready(epfd, &fds, &events, Int32(fds.count))
+                guard n > 0 else { return }
+                for i in 0..<Int(n) { table.handler(fds[i])?(events[i]) }
+                if n < fds.count { return }
+            }
+        }
+        source.setCancelHandler { [epfd] in _ = Glibc.close(epfd) }
+        self.table = table
+        source.resume()
+    }
+
+    deinit {
+        source.cancel()
+    }
+
+    /// Watches `fd` (on `queue`).
+    func add(_ fd: Int32, handler: @escaping (UInt32) -> Void) throws(EvdevError) {
+        guard dosetap_epoll_add(epfd, fd) == 0 else { throw EvdevError("epoll_ctl(ADD)", errno: Glibc.errno) }
+        table.set(fd, handler)
+    }
+
+    /// Stops watching `fd` (on `queue`), before it is closed.
+    func remove(_ fd: Int32) {
+        _ = dosetap_epoll_remove(epfd, fd)
+        table.set(fd, nil)
+    }
+}
+
+/// The poller's handlers by descriptor; touched only on the poller's queue.
+private final class HIDPollerTable: @unchecked Sendable {
+    private var handlers: [Int32: (UInt32) -> Void] = [:]
+    func handler(_ fd: Int32) -> ((UInt32) -> Void)? { handlers[fd] }
+    func set(_ fd: Int32, _ handler: ((UInt32) -> Void)?) { handlers[fd] = handler }
 }

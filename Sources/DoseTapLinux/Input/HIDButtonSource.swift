@@ -22,33 +22,46 @@ import Logging
 /// connect and disconnect all the time) and closes them when udev removes them. Every node of one
 /// address is one logical button (`HIDRemoteMerger`).
 ///
-/// libudev is not thread-safe: the context, the monitor and every reader live on one serial queue.
+/// libudev is not thread-safe: the context, the monitor and every reader live on one serial queue. The
+/// open nodes sit in one private epoll set watched by one `DispatchSource` (see `HIDButtonReader`).
 ///
-/// How the agent uses it:
+/// How the agent uses it (one `GestureRecognizer` per address; `expire(at:)` at each `deadline`):
 /// ```swift
 /// let hid = try HIDButtonSource()
-/// for await event in hid.events(addresses: ["FF:FF:3A:07:12:C4"]) {
+/// for await event in hid.events(addresses: ["FF:FF:3A:07:12:C4"]) {   // the allowlisted hid buttons
 ///     switch event {
-///     case .signal(let address, let signal): recognizers[address, default: …].feed(signal) …
-///     case .disconnected(_, _, interruptedPress: true): recognizers[address] = GestureRecognizer(…)
-///     case .connected, .disconnected, .unavailable: log
+///     case .signal(let address, let signal):
+///         let gestures = recognizers[address, default: GestureRecognizer()].feed(signal)   // → actions
+///     case .disconnected(let remote, _, interruptedPress: true):
+///         recognizers[remote.address] = GestureRecognizer()   // a press cut by a disconnect is dropped
+///     case .connected, .disconnected, .unavailable:
+///         break   // already logged; `.unavailable` carries the one-line reason (e.g. permission)
 ///     }
 /// }
-/// // after a config reload: hid.setAddresses(newAllowlist)
+/// // After a config reload: hid.setAddresses(newAllowlist). For `button scan`: hid.remotes().
 /// ```
 public final class HIDButtonSource: @unchecked Sendable {
     private let queue = DispatchQueue(label: "dosetap.hid")
     private let udev: OpaquePointer
     private let io: any HIDButtonIO
     private let logger: Logger
+    /// The epoll set every open node sits in, watched by one DispatchSource on `queue`.
+    private let poller: HIDEventPoller
     // Touched only on `queue`.
     private var subscription: Subscription?
 
     public init(io: any HIDButtonIO = SystemHIDButtonIO(), logger: Logger = Logger(label: "dosetap.hid")) throws {
+        let poller: HIDEventPoller
+        do {
+            poller = try HIDEventPoller(queue: queue)
+        } catch {
+            throw HIDButtonError("cannot watch input devices: \(error)", underlying: error)
+        }
         guard let context = udev_new() else {
             throw HIDButtonError("cannot create a udev context: \(String(cString: strerror(errno)))")
         }
         udev = context
+        self.poller = poller
         self.io = io
         self.logger = logger
     }
@@ -87,7 +100,7 @@ public final class HIDButtonSource: @unchecked Sendable {
         queue.async { [self] in
             guard !token.ended else { return }
             subscription?.shutDown(reason: .stopped)
-            let subscription = Subscription(context: Context(udev: udev, queue: queue, io: io, logger: logger),
+            let subscription = Subscription(context: Context(udev: udev, queue: queue, io: io, logger: logger, poller: poller),
                                             allowed: allowed, continuation: continuation)
             token.subscription = subscription
             self.subscription = subscription
@@ -186,6 +199,7 @@ public final class HIDButtonSource: @unchecked Sendable {
         let queue: DispatchQueue
         let io: any HIDButtonIO
         let logger: Logger
+        let poller: HIDEventPoller
     }
 
     /// The open nodes of one `events(addresses:)` stream. Lives on the source's queue.
@@ -259,7 +273,7 @@ public final class HIDButtonSource: @unchecked Sendable {
             let address = remote.address
             do {
                 let reader = try HIDButtonReader.open(devnode: devnode, expectedAddress: address, io: owner.io,
-                                                      queue: owner.queue, logger: owner.logger) { [weak self] output in
+                                                      poller: owner.poller, logger: owner.logger) { [weak self] output in
                     self?.readerOutput(output, devnode: devnode, address: address)
                 }
                 readers[devnode] = (remote, reader)
