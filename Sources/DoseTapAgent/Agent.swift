@@ -67,15 +67,26 @@ public enum Agent {
         }
         // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
         var buttonWatcher: DirectoryWatcher?
+        let hid: HIDButtonSource?
         do {
-            let system = try DBusConnection(bus: .system, logger: logger)
+            hid = try HIDButtonSource(logger: logger)
+        } catch {
+            logger.notice("no udev: HID remotes are unavailable", metadata: ["error": "\(error)"])
+            hid = nil
+        }
+        let bluez: BlueZClient?
+        do {
+            bluez = BlueZClient(connection: try DBusConnection(bus: .system, logger: logger), logger: logger)
+        } catch {
+            logger.notice("no system bus: BLE buttons through BlueZ are unavailable", metadata: ["error": "\(error)"])
+            bluez = nil
+        }
+        if bluez != nil || hid != nil {
             buttonWatcher = try? DirectoryWatcher(directory: paths.dataDirectory.path)
             services.append(.init(service: ButtonService(
-                bluez: BlueZClient(connection: system, logger: logger), buttons: ButtonRepository(database: database),
+                bluez: bluez, hid: hid, buttons: ButtonRepository(database: database),
                 repository: repository, samples: BatterySampleRepository(database: database), feedback: feedback,
                 clock: SystemClock(), logger: logger, databaseChanges: buttonWatcher?.changes, onRecorded: { scheduler.poke() })))
-        } catch {
-            logger.notice("no system bus: BLE buttons are unavailable", metadata: ["error": "\(error)"])
         }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval)))

@@ -6,6 +6,14 @@ import Logging
 
 /// What one advert from an added button asks for.
 public struct ButtonIntent: Sendable, Equatable {
+    public init(button: ButtonConfig, buttonIndex: Int, gesture: ButtonGesture, action: ButtonAction, at: Date) {
+        self.button = button
+        self.buttonIndex = buttonIndex
+        self.gesture = gesture
+        self.action = action
+        self.at = at
+    }
+
     public var button: ButtonConfig
     public var buttonIndex: Int
     public var gesture: ButtonGesture

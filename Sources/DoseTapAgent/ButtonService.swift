@@ -12,7 +12,10 @@ import Synchronization
 public final class ButtonService: Service, Sendable, CustomStringConvertible {
     public var description: String { "ButtonService" }
 
-    private let bluez: BlueZClient
+    private let bluez: BlueZClient?
+    private let hid: HIDButtonSource?
+    /// One gesture recognizer per HID remote (they send raw key downs and ups).
+    private let recognizers = Mutex<[String: GestureRecognizer]>([:])
     private let buttons: ButtonRepository
     private let repository: DoseRepository
     private let samples: BatterySampleRepository
@@ -26,12 +29,13 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     private let guards = Mutex<[String: ButtonFloodGuard]>([:])
     private let lastBattery = Mutex<[String: Date]>([:])
 
-    public init(bluez: BlueZClient, buttons: ButtonRepository, repository: DoseRepository, samples: BatterySampleRepository,
+    public init(bluez: BlueZClient?, hid: HIDButtonSource? = nil, buttons: ButtonRepository, repository: DoseRepository, samples: BatterySampleRepository,
                 feedback: FeedbackNotifier?, clock: any WallClock, logger: Logger, databaseChanges: AsyncStream<Void>?,
                 onRecorded: @escaping @Sendable () -> Void = {},
                 onHandled: @escaping @Sendable (BLEAdvert, [DoseOutcome]) -> Void = { _, _ in }) {
         self.onHandled = onHandled
         self.bluez = bluez
+        self.hid = hid
         self.buttons = buttons
         self.repository = repository
         self.samples = samples
@@ -44,16 +48,18 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     }
 
     public func run() async throws {
-        await withGracefulShutdownHandler {
+        // Shutdown cancels everything below (the streams end on cancellation), then closes the bus.
+        try? await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.followConfiguration() }
                 group.addTask { await self.followBlueZ() }
-                await group.next()
+                group.addTask { await self.followHID() }
+                // Each follower runs until cancelled; one ending early (no BlueZ, no udev) must not stop the others.
+                while await group.next() != nil, !Task.isCancelled {}
                 group.cancelAll()
             }
-        } onGracefulShutdown: {
-            self.bluez.connection.close()
         }
+        bluez?.connection.close()
     }
 
     /// Re-reads the allowlist whenever the database changes (the CLI added or remapped a button).
@@ -65,13 +71,15 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             if Set(now) != Set(before) {
                 interpreter.replace(now)
                 logger.info("buttons changed", metadata: ["buttons": "\(now.map(\.address).sorted().joined(separator: ","))"])
-                if now.contains(where: { $0.kind == .bthome }) { try? await bluez.startDiscovery() }
+                hid?.setAddresses(hidAddresses)
+                if now.contains(where: { $0.kind == .bthome }) { try? await bluez?.startDiscovery() }
             }
         }
     }
 
     /// Adverts, and a fresh start whenever bluetoothd gets a new owner.
     private func followBlueZ() async {
+        guard let bluez else { return await Task.sleepForever() }
         while !Task.isCancelled {
             do {
                 let owners = try await bluez.ownerChanges()
@@ -107,8 +115,13 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     public func handle(_ advert: BLEAdvert) async -> [DoseOutcome] {
         let outcome = interpreter.interpret(advert)
         if let (button, level) = outcome.battery { recordBattery(button, level, at: advert.receivedAt) }
+        return await act(on: outcome.intents)
+    }
+
+    /// Puts intents through the flood guard and the dose policy, and plays their feedback.
+    public func act(on intents: [ButtonIntent]) async -> [DoseOutcome] {
         var results: [DoseOutcome] = []
-        for intent in outcome.intents {
+        for intent in intents {
             guard let command = intent.action.command else {
                 logger.info("button gesture without an action", metadata: ["button": "\(intent.button.name)", "gesture": "\(intent.gesture.rawValue)"])
                 continue
@@ -154,6 +167,70 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             }
         }
         return results
+    }
+
+    private var hidAddresses: Set<String> {
+        Set(interpreter.configured.filter { $0.kind == .hid }.map(\.address))
+    }
+
+    /// HID remotes: key downs and ups → gestures (with a timer for the double window and holds).
+    private func followHID() async {
+        guard let hid else { return await Task.sleepForever() }
+        for await event in hid.events(addresses: hidAddresses) {
+            _ = await handleHID(event)
+        }
+    }
+
+    /// Decides one HID event; returns the outcomes of the gestures it completed.
+    @discardableResult
+    public func handleHID(_ event: HIDButtonEvent) async -> [DoseOutcome] {
+        switch event {
+        case .connected(let remote, let grabbed):
+            logger.info("HID remote connected", metadata: ["remote": "\(remote.address)", "grabbed": "\(grabbed)"])
+            return []
+        case .disconnected(let remote, _, let interrupted):
+            if interrupted { recognizers.withLock { $0[remote.address] = nil } }
+            logger.info("HID remote disconnected", metadata: ["remote": "\(remote.address)"])
+            return []
+        case .unavailable(let remote, let error):
+            logger.warning("HID remote unavailable", metadata: ["remote": "\(remote.address)", "error": "\(error)"])
+            return []
+        case .signal(let address, let signal):
+            guard let button = interpreter.configured.first(where: { $0.address == address && $0.kind == .hid }) else { return [] }
+            let (gestures, deadline) = recognizers.withLock { all -> ([RecognizedGesture], Date?) in
+                var r = all[address] ?? GestureRecognizer(noDouble: button.mapping.noDouble)
+                let g = r.feed(signal)
+                all[address] = r
+                return (g, r.deadline)
+            }
+            if let deadline { scheduleExpiry(address: address, at: deadline) }
+            return await act(on: intents(button, gestures))
+        }
+    }
+
+    /// Resolves what time alone decides for a remote (a single whose double window passed, a hold).
+    @discardableResult
+    public func expireHID(address: String, at now: Date) async -> [DoseOutcome] {
+        guard let button = interpreter.configured.first(where: { $0.address == address && $0.kind == .hid }) else { return [] }
+        let gestures = recognizers.withLock { all -> [RecognizedGesture] in
+            guard var r = all[address] else { return [] }
+            let g = r.expire(at: now)
+            all[address] = r
+            return g
+        }
+        return await act(on: intents(button, gestures))
+    }
+
+    private func scheduleExpiry(address: String, at deadline: Date) {
+        let delay = max(0, deadline.timeIntervalSince(clock.now()))
+        Task {
+            try? await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up)) + 1))
+            await self.expireHID(address: address, at: self.clock.now())
+        }
+    }
+
+    private func intents(_ button: ButtonConfig, _ gestures: [RecognizedGesture]) -> [ButtonIntent] {
+        gestures.map { ButtonIntent(button: button, buttonIndex: 0, gesture: $0.gesture, action: button.mapping.action(for: $0.gesture), at: $0.at) }
     }
 
     private func recordBattery(_ button: ButtonConfig, _ level: Int, at: Date) {

@@ -1,0 +1,85 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Logging
+import Testing
+
+@Suite("HID remotes in the agent: key downs and ups → gestures → the dose policy")
+struct HIDButtonServiceTests {
+    static let address = "2A:07:98:10:34:8B"
+
+    func service(noDouble: Bool = false) throws -> (ButtonService, DoseRepository) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-hid-\(UUID().uuidString)")
+        let db = try DoseTapDatabase(directory: dir)
+        var mapping = ButtonMapping()
+        mapping.noDouble = noDouble
+        try ButtonRepository(database: db).save(try ButtonConfig(address: Self.address, kind: .hid, name: "shutter", mapping: mapping))
+        let repo = DoseRepository(database: db)
+        let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db), repository: repo,
+                              samples: BatterySampleRepository(database: db), feedback: nil,
+                              clock: FakeClock(Date(), timeZone: TimeZone(identifier: "America/New_York")!),
+                              logger: Logger(label: "t"), databaseChanges: nil)
+        return (s, repo)
+    }
+
+    func recorded(_ outcomes: [DoseOutcome]) -> Int {
+        outcomes.filter { if case .recorded = $0 { true } else { false } }.count
+    }
+
+    @Test("a click: nothing until the double window passes, then Dose 1")
+    func click() async throws {
+        let (s, repo) = try service()
+        let now = Date()
+        #expect(await s.handleHID(.signal(address: Self.address, .down(at: now))).isEmpty)
+        #expect(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1)))).isEmpty)
+        #expect(await s.expireHID(address: Self.address, at: now.addingTimeInterval(0.5)).isEmpty)
+        let outcomes = await s.expireHID(address: Self.address, at: now.addingTimeInterval(0.7))
+        #expect(recorded(outcomes) == 1)
+        #expect(try repo.allEvents().first?.source == .button)
+    }
+
+    @Test("no-double mode: the click acts at its release")
+    func noDouble() async throws {
+        let (s, repo) = try service(noDouble: true)
+        let now = Date()
+        _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
+        #expect(recorded(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))) == 1)
+        #expect(try repo.count() == 1)
+    }
+
+    @Test("presses queued while the remote was away (old kernel timestamps) never log a dose")
+    func stale() async throws {
+        let (s, repo) = try service(noDouble: true)
+        let old = Date().addingTimeInterval(-10)
+        _ = await s.handleHID(.signal(address: Self.address, .down(at: old)))
+        let outcomes = await s.handleHID(.signal(address: Self.address, .up(at: old.addingTimeInterval(0.1))))
+        guard case .refused(let refusal, _)? = outcomes.first else { Issue.record("not refused: \(outcomes)"); return }
+        #expect(refusal.code == .staleInput)
+        #expect(try repo.count() == 0)
+    }
+
+    @Test("a remote that was not added does nothing")
+    func stranger() async throws {
+        let (s, repo) = try service(noDouble: true)
+        let now = Date()
+        _ = await s.handleHID(.signal(address: "11:22:33:44:55:66", .down(at: now)))
+        #expect(await s.handleHID(.signal(address: "11:22:33:44:55:66", .up(at: now.addingTimeInterval(0.1)))).isEmpty)
+        #expect(try repo.count() == 0)
+    }
+
+    @Test("hold → undo of the Dose 1 just taken")
+    func hold() async throws {
+        let (s, repo) = try service(noDouble: true)
+        let now = Date()
+        _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
+        _ = await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))
+        let start = Date()
+        _ = await s.handleHID(.signal(address: Self.address, .down(at: start)))
+        let outcomes = await s.expireHID(address: Self.address, at: start.addingTimeInterval(1.0))
+        #expect(recorded(outcomes) == 1)
+        #expect(try repo.status(now: Date(), timeZone: .current).phase == .idle)
+    }
+}
