@@ -15,6 +15,16 @@ struct ButtonAgentTests {
 
     func devicePath(_ address: String) -> String { "/org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_") }
 
+    /// The mock's adapter hci0 and its devices, as bluetoothd would have them.
+    func populate(_ mock: DBusConnection, devices: [(address: String, alias: String)]) async throws {
+        _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
+                                arguments: [.string("hci0"), .string("bedside-pi")])
+        for device in devices {
+            _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
+                                    arguments: [.string("hci0"), .string(device.address), .string(device.alias)])
+        }
+    }
+
     /// Sets Device1.ServiceData on the mock, which emits PropertiesChanged as BlueZ does for an advert.
     func advertise(_ bus: DBusConnection, _ address: String, _ payload: [UInt8]) async throws {
         _ = try await bus.call(destination: "org.bluez", path: devicePath(address), interface: "org.freedesktop.DBus.Properties",
@@ -28,12 +38,7 @@ struct ButtonAgentTests {
         #expect(try await cli.run(["button", "add", Self.button, "--kind", "bthome", "--name", "bedside"]).exitCode == 0)
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
-            _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
-                                    arguments: [.string("hci0"), .string("bedside-pi")])
-            for (address, alias) in [(Self.button, "SBBT-002C"), (Self.stranger, "neighbour")] {
-                _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
-                                        arguments: [.string("hci0"), .string(address), .string(alias)])
-            }
+            try await populate(mock, devices: [(Self.button, "SBBT-002C"), (Self.stranger, "neighbour")])
             let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
             let log = LineBuffer()
             let result = try await Subprocess.run(
@@ -65,7 +70,7 @@ struct ButtonAgentTests {
             }
             #expect(result.terminationStatus == .exited(0))
         }
-        #expect(log(count: "button action recorded", in: cli) == 1)
+        #expect(buttonEvents(in: cli) == 1)
         let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
         let events = try repo.allEvents()
         #expect(events.count == 1)
@@ -81,13 +86,7 @@ struct ButtonAgentTests {
         #expect(try await cli.run(["button", "add", Self.button, "--kind", "bthome", "--name", "bedside"]).exitCode == 0)
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
-            func populate() async throws {
-                _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
-                                        arguments: [.string("hci0"), .string("bedside-pi")])
-                _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
-                                        arguments: [.string("hci0"), .string(Self.button), .string("SBBT-002C")])
-            }
-            try await populate()
+            try await populate(mock, devices: [(Self.button, "SBBT-002C")])
             let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
             let log = LineBuffer()
             let result = try await Subprocess.run(
@@ -106,7 +105,7 @@ struct ButtonAgentTests {
                 }
                 defer { restarted.cancel(); try? killMock(address: bus.address) }
                 #expect(await log.wait(for: "bluetoothd restarted", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
-                try await populate()
+                try await populate(mock, devices: [(Self.button, "SBBT-002C")])
                 try await Task.sleep(for: .milliseconds(500))
                 try await advertise(mock, Self.button, [0x40, 0x00, 0x03, 0x3A, 0x01])
                 #expect(await log.wait(for: "button action recorded", timeout: 10) != nil, "\(log.all.joined(separator: "\n"))")
@@ -115,7 +114,7 @@ struct ButtonAgentTests {
             }
             #expect(result.terminationStatus == .exited(0))
         }
-        #expect(log(count: "", in: cli) == 1)
+        #expect(buttonEvents(in: cli) == 1)
     }
 
     /// Kills the python-dbusmock server on this bus.
@@ -129,8 +128,8 @@ struct ButtonAgentTests {
         }
     }
 
-    /// Counts dose events recorded from buttons (the log lines are gone with the agent).
-    func log(count text: String, in cli: CLI) -> Int {
+    /// Dose events recorded from buttons, read from the store after the agent stopped.
+    func buttonEvents(in cli: CLI) -> Int {
         (try? DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory)).allEvents().filter { $0.source == .button }.count) ?? -1
     }
 
