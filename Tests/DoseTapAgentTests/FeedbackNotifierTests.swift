@@ -9,7 +9,7 @@ import Testing
 
 /// Reminders through the full feedback path: a private session bus with python-dbusmock's notification
 /// daemon, a recording motor and player, the real store and the real dose policy.
-@Suite("Feedback: notifications, sound, vibration and notification buttons")
+@Suite("Feedback: notifications, sound, vibration and notification buttons", .serialized)
 struct FeedbackNotifierTests {
     static let beep = SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav")
     static let bell = SoundInfo(name: "bell", theme: "freedesktop", path: "/usr/share/sounds/freedesktop/stereo/bell.oga")

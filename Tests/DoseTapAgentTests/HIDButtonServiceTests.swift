@@ -11,6 +11,9 @@ import Testing
 struct HIDButtonServiceTests {
     static let address = "2A:07:98:10:34:8B"
 
+    /// Times are all on the fake clock (never the wall clock), so a slow machine cannot make a press stale.
+    let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_000), timeZone: TimeZone(identifier: "America/New_York")!)
+
     func service(noDouble: Bool = false) throws -> (ButtonService, DoseRepository) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-hid-\(UUID().uuidString)")
         let db = try DoseTapDatabase(directory: dir)
@@ -20,7 +23,7 @@ struct HIDButtonServiceTests {
         let repo = DoseRepository(database: db)
         let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db), repository: repo,
                               samples: BatterySampleRepository(database: db), feedback: nil,
-                              clock: FakeClock(Date(), timeZone: TimeZone(identifier: "America/New_York")!),
+                              clock: clock,
                               logger: Logger(label: "t"), databaseChanges: nil)
         return (s, repo)
     }
@@ -32,10 +35,11 @@ struct HIDButtonServiceTests {
     @Test("a click: nothing until the double window passes, then Dose 1")
     func click() async throws {
         let (s, repo) = try service()
-        let now = Date()
+        let now = clock.now()
         #expect(await s.handleHID(.signal(address: Self.address, .down(at: now))).isEmpty)
         #expect(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1)))).isEmpty)
         #expect(await s.expireHID(address: Self.address, at: now.addingTimeInterval(0.5)).isEmpty)
+        clock.set(now.addingTimeInterval(0.7))
         let outcomes = await s.expireHID(address: Self.address, at: now.addingTimeInterval(0.7))
         #expect(recorded(outcomes) == 1)
         #expect(try repo.allEvents().first?.source == .button)
@@ -44,7 +48,7 @@ struct HIDButtonServiceTests {
     @Test("no-double mode: the click acts at its release")
     func noDouble() async throws {
         let (s, repo) = try service(noDouble: true)
-        let now = Date()
+        let now = clock.now()
         _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
         #expect(recorded(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))) == 1)
         #expect(try repo.count() == 1)
@@ -53,7 +57,7 @@ struct HIDButtonServiceTests {
     @Test("presses queued while the remote was away (old kernel timestamps) never log a dose")
     func stale() async throws {
         let (s, repo) = try service(noDouble: true)
-        let old = Date().addingTimeInterval(-10)
+        let old = clock.now().addingTimeInterval(-10)
         _ = await s.handleHID(.signal(address: Self.address, .down(at: old)))
         let outcomes = await s.handleHID(.signal(address: Self.address, .up(at: old.addingTimeInterval(0.1))))
         guard case .refused(let refusal, _)? = outcomes.first else { Issue.record("not refused: \(outcomes)"); return }
@@ -64,7 +68,7 @@ struct HIDButtonServiceTests {
     @Test("a remote that was not added does nothing")
     func stranger() async throws {
         let (s, repo) = try service(noDouble: true)
-        let now = Date()
+        let now = clock.now()
         _ = await s.handleHID(.signal(address: "11:22:33:44:55:66", .down(at: now)))
         #expect(await s.handleHID(.signal(address: "11:22:33:44:55:66", .up(at: now.addingTimeInterval(0.1)))).isEmpty)
         #expect(try repo.count() == 0)
@@ -73,13 +77,15 @@ struct HIDButtonServiceTests {
     @Test("hold → undo of the Dose 1 just taken")
     func hold() async throws {
         let (s, repo) = try service(noDouble: true)
-        let now = Date()
+        let now = clock.now()
         _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
         _ = await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))
-        let start = Date()
+        let start = now.addingTimeInterval(0.5)
+        clock.set(start)
         _ = await s.handleHID(.signal(address: Self.address, .down(at: start)))
+        clock.set(start.addingTimeInterval(1.0))
         let outcomes = await s.expireHID(address: Self.address, at: start.addingTimeInterval(1.0))
         #expect(recorded(outcomes) == 1)
-        #expect(try repo.status(now: Date(), timeZone: .current).phase == .idle)
+        #expect(try repo.status(now: clock.now(), timeZone: clock.timeZone).phase == .idle)
     }
 }

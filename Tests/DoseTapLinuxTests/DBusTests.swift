@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The libdbus layer against a real private dbus-daemon and python-dbusmock.
-@Suite("D-Bus layer on a private bus")
+@Suite("D-Bus layer on a private bus", .serialized)
 struct DBusTests {
     static let mock = (path: "/org/freedesktop/Notifications", interface: "org.freedesktop.DBus.Mock")
 
