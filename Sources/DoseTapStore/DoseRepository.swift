@@ -99,7 +99,11 @@ public struct DoseRepository: Sendable {
         var sql = "SELECT id, kind, at, time_zone, source, payload FROM dose_event"
         var arguments: StatementArguments = []
         if let since {
-            sql += " WHERE at >= ? OR seq >= (SELECT COALESCE(MAX(seq), 0) - 64 FROM dose_event)"
+            // Two index searches (a plain OR would scan the whole log on every decision).
+            sql += """
+                 WHERE seq IN (SELECT seq FROM dose_event WHERE at >= ?
+                               UNION SELECT seq FROM dose_event WHERE seq >= (SELECT COALESCE(MAX(seq), 0) - 64 FROM dose_event))
+                """
             arguments = [since.timeIntervalSince1970]
         }
         sql += " ORDER BY seq"
@@ -107,11 +111,13 @@ public struct DoseRepository: Sendable {
     }
 
     static func decode(_ row: Row) -> DoseEvent? {
-        guard let id = UUID(uuidString: row["id"]),
-              let source = InputSource(rawValue: row["source"]) else { return nil }
-        let payload = (try? JSONSerialization.jsonObject(with: Data((row["payload"] as String).utf8))) as? [String: Any] ?? [:]
+        // Columns by position, in the order of the SELECT above.
+        guard let id = UUID(uuidString: row[0]),
+              let source = InputSource(rawValue: row[4]) else { return nil }
+        let text: String = row[5]
+        let payload = text == "{}" ? [:] : (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
         let kind: DoseEvent.Kind
-        switch row["kind"] as String {
+        switch row[1] as String {
         case "dose1": kind = .dose1(targetMinutes: payload["targetMinutes"] as? Int ?? DoseRules.defaultTarget)
         case "dose2": kind = .dose2(late: payload["late"] as? Bool ?? false)
         case "snooze": kind = .snooze
@@ -121,7 +127,7 @@ public struct DoseRepository: Sendable {
             kind = .undo(of: target)
         default: return nil
         }
-        return DoseEvent(id: id, kind: kind, at: Date(timeIntervalSince1970: row["at"]), timeZone: row["time_zone"], source: source)
+        return DoseEvent(id: id, kind: kind, at: Date(timeIntervalSince1970: row[2]), timeZone: row[3], source: source)
     }
 
     static func insert(_ event: DoseEvent, _ db: Database) throws {
