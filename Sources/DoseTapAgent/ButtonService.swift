@@ -77,12 +77,13 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Adverts, and a fresh start whenever bluetoothd gets a new owner.
+    /// Adverts, and a fresh start whenever bluetoothd gets a new owner or an adapter comes (back) on.
     private func followBlueZ() async {
         guard let bluez else { return await Task.sleepForever() }
         while !Task.isCancelled {
             do {
                 let owners = try await bluez.ownerChanges()
+                let adapters = try await bluez.adapterChanges()
                 if interpreter.configured.contains(where: { $0.kind == .bthome }) { try await bluez.startDiscovery() }
                 let adverts = try await bluez.adverts()
                 logger.info("listening to BlueZ", metadata: ["buttons": "\(interpreter.configured.count)"])
@@ -97,6 +98,19 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                         for await owner in owners where !owner.isEmpty {
                             self.logger.notice("bluetoothd restarted: re-reading its objects and the discovery filter")
                             return
+                        }
+                    }
+                    group.addTask {
+                        for await change in adapters {
+                            switch change {
+                            case .poweredOn(let adapter), .added(let adapter):
+                                self.logger.notice("adapter on: re-reading BlueZ's objects and the discovery filter", metadata: ["adapter": "\(adapter)"])
+                                return
+                            case .poweredOff(let adapter):
+                                self.logger.warning("adapter powered off: buttons are out of reach until it is back", metadata: ["adapter": "\(adapter)"])
+                            case .removed(let adapter):
+                                self.logger.warning("adapter removed", metadata: ["adapter": "\(adapter)"])
+                            }
                         }
                     }
                     await group.next()

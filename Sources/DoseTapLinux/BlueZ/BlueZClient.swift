@@ -33,12 +33,15 @@ public struct BLEAdvert: Sendable, Equatable {
 public final class BlueZClient: Sendable {
     public let connection: DBusConnection
     private let logger: Logger
+    /// Stamps each advert's `receivedAt` (the wall clock; a test or benchmark may shift it).
+    private let now: @Sendable () -> Date
 
     static let service = "org.bluez"
 
-    public init(connection: DBusConnection, logger: Logger = Logger(label: "dosetap.bluez")) {
+    public init(connection: DBusConnection, logger: Logger = Logger(label: "dosetap.bluez"), now: @escaping @Sendable () -> Date = { Date() }) {
         self.connection = connection
         self.logger = logger
+        self.now = now
     }
 
     /// `ObjectManager.GetManagedObjects`: path → interface → properties.
@@ -93,8 +96,9 @@ public final class BlueZClient: Sendable {
         let known = (try? await managedObjects()) ?? [:]
         let (stream, continuation) = AsyncStream<BLEAdvert>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         let addresses = AddressBook()
+        let now = self.now
         for (path, interfaces) in known {
-            if let props = interfaces["org.bluez.Device1"], let advert = Self.advert(path: path, properties: props, book: addresses) {
+            if let props = interfaces["org.bluez.Device1"], let advert = Self.advert(path: path, properties: props, book: addresses, at: now()) {
                 continuation.yield(advert)
             }
         }
@@ -102,14 +106,14 @@ public final class BlueZClient: Sendable {
             for await message in added {
                 guard message.body.count == 2, let path = message.body[0].string,
                       let interfaces = message.body[1].stringKeyed, let props = interfaces["org.bluez.Device1"]?.stringKeyed,
-                      let advert = Self.advert(path: path, properties: props, book: addresses) else { continue }
+                      let advert = Self.advert(path: path, properties: props, book: addresses, at: now()) else { continue }
                 continuation.yield(advert)
             }
         }
         let c = Task {
             for await message in changed {
                 guard message.body.count >= 2, let path = message.path, let props = message.body[1].stringKeyed,
-                      let advert = Self.advert(path: path, properties: props, book: addresses) else { continue }
+                      let advert = Self.advert(path: path, properties: props, book: addresses, at: now()) else { continue }
                 continuation.yield(advert)
             }
             continuation.finish()
@@ -145,7 +149,7 @@ public final class BlueZClient: Sendable {
         }
     }
 
-    static func advert(path: String, properties: [String: DBusValue], book: AddressBook) -> BLEAdvert? {
+    static func advert(path: String, properties: [String: DBusValue], book: AddressBook, at receivedAt: Date) -> BLEAdvert? {
         guard let address = book.address(path: path, properties: properties) else { return nil }
         var serviceData: [String: [UInt8]] = [:]
         if let sd = properties["ServiceData"]?.stringKeyed {
@@ -157,7 +161,50 @@ public final class BlueZClient: Sendable {
         }
         return BLEAdvert(address: address, name: properties["Name"]?.string ?? properties["Alias"]?.string,
                          rssi: properties["RSSI"]?.int, serviceData: serviceData, manufacturerData: manufacturer,
-                         uuids: properties["UUIDs"]?.array?.compactMap(\.string) ?? [], receivedAt: Date())
+                         uuids: properties["UUIDs"]?.array?.compactMap(\.string) ?? [], receivedAt: receivedAt)
+    }
+
+    /// What happened to an adapter: powered on or off, plugged in or out.
+    public enum AdapterChange: Sendable, Equatable {
+        case poweredOn(String)
+        case poweredOff(String)
+        case added(String)
+        case removed(String)
+    }
+
+    /// Adapters powered on or off (`Adapter1.Powered` in PropertiesChanged) and adapters appearing or
+    /// disappearing (`InterfacesAdded`/`InterfacesRemoved` with `org.bluez.Adapter1`). A powered-off
+    /// adapter forgets its discovery session and its connections: whoever uses it starts again on power-on.
+    public func adapterChanges() async throws -> AsyncStream<AdapterChange> {
+        let powered = try await connection.signals(DBusMatchRule(pathNamespace: "/org/bluez", interface: "org.freedesktop.DBus.Properties",
+                                                                 member: "PropertiesChanged", arg0: "org.bluez.Adapter1"))
+        let added = try await connection.signals(DBusMatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded"))
+        let removed = try await connection.signals(DBusMatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved"))
+        let (stream, continuation) = AsyncStream<AdapterChange>.makeStream()
+        let tasks = [
+            Task {
+                for await m in powered {
+                    guard m.body.count >= 2, let path = m.path, let on = m.body[1].stringKeyed?["Powered"]?.bool else { continue }
+                    continuation.yield(on ? .poweredOn(path) : .poweredOff(path))
+                }
+                continuation.finish()
+            },
+            Task {
+                for await m in added {
+                    guard m.body.count == 2, let path = m.body[0].string, m.body[1].stringKeyed?["org.bluez.Adapter1"] != nil else { continue }
+                    continuation.yield(.added(path))
+                }
+            },
+            Task {
+                for await m in removed {
+                    guard m.body.count == 2, let path = m.body[0].string,
+                          m.body[1].array?.contains(where: { $0.string == "org.bluez.Adapter1" }) == true else { continue }
+                    continuation.yield(.removed(path))
+                }
+            },
+        ]
+        continuation.onTermination = { _ in tasks.forEach { $0.cancel() } }
+        return stream
     }
 
     /// Tells when `org.bluez` gets a new owner (bluetoothd restarted): re-read the tree, re-apply the filter.
