@@ -1,0 +1,274 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Subprocess
+import Testing
+
+/// One scenario of `hw-fixtures/bluez/*.json`: the buttons the user added, BlueZ's objects, a timeline of
+/// what BlueZ says (property changes, bluetoothd restarting, the adapter powered off and on), and what the
+/// agent must have done at the end. The format is described in `hw-fixtures/bluez/README.md`.
+struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
+    var name = ""
+    var summary: String
+    var source: String
+    /// `dosetap` arguments run before the agent starts (`button add …`).
+    var setup: [[String]]
+    var adapters: [Adapter]
+    var devices: [Device]
+    /// Extra objects (GATT services and characteristics) with their properties.
+    var objects: [MockObject]?
+    var timeline: [Step]
+    var expect: Expectation
+
+    var description: String { name }
+
+    /// `name` is the file's, not a key.
+    enum CodingKeys: String, CodingKey { case summary, source, setup, adapters, devices, objects, timeline, expect }
+
+    struct Adapter: Decodable, Sendable { var name: String; var alias: String }
+    struct Device: Decodable, Sendable { var adapter: String; var address: String; var alias: String }
+    struct MockObject: Decodable, Sendable { var path: String; var interface: String; var properties: [String: TypedValue] }
+
+    /// One step. Exactly one of the optional verbs is set.
+    struct Step: Decodable, Sendable {
+        /// An advert: `Device1.ServiceData` (uuid → hex bytes) of the device with this address.
+        var advert: String?
+        var serviceData: [String: String]?
+        /// A property change on any object: `set` is the path.
+        var set: String?
+        var interface: String?
+        var property: String?
+        var value: TypedValue?
+        /// Waits (up to `timeout` seconds, default 10) for the agent to log a line containing this text.
+        var waitLog: String?
+        var timeout: Double?
+        /// Seconds to let pass.
+        var sleep: Double?
+        /// A `dosetap` command run while the agent runs (`button remove …`).
+        var cli: [String]?
+        /// bluetoothd dies and a new one takes `org.bluez` with an empty tree; `populate` adds the adapters
+        /// and devices (and objects) again.
+        var restartBluetoothd: Bool?
+        var populate: Bool?
+    }
+
+    /// A D-Bus value written as a one-key object: `{"b": true}`, `{"y": 93}`, `{"n": -60}`, `{"s": "x"}`,
+    /// `{"o": "/path"}`, `{"ay": "01 02"}` (hex bytes), `{"as": ["a", "b"]}`.
+    struct TypedValue: Decodable, Sendable {
+        var value: DBusValue
+
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: AnyKey.self)
+            guard c.allKeys.count == 1, let key = c.allKeys.first else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a typed value has exactly one key"))
+            }
+            switch key.stringValue {
+            case "b": value = .bool(try c.decode(Bool.self, forKey: key))
+            case "y": value = .byte(try c.decode(UInt8.self, forKey: key))
+            case "n": value = .int16(try c.decode(Int16.self, forKey: key))
+            case "s": value = .string(try c.decode(String.self, forKey: key))
+            case "o": value = .objectPath(try c.decode(String.self, forKey: key))
+            case "ay": value = .bytes(try BlueZScenario.hex(try c.decode(String.self, forKey: key)))
+            case "as": value = .strings(try c.decode([String].self, forKey: key))
+            default:
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown type '\(key.stringValue)'"))
+            }
+        }
+    }
+
+    struct Expectation: Decodable, Sendable {
+        /// The kinds of the dose events buttons recorded, in order ("dose1", "dose2", "snooze", "skip", "undo").
+        var doses: [String]
+        /// Latest battery level per power source (`button:<name>`).
+        var batteries: [String: Int]?
+        /// Log lines containing the text, counted exactly (e.g. a refusal logged once, not per packet).
+        var logCounts: [String: Int]?
+        /// Calls the agent made on the mock by the end of the timeline: path → method → count.
+        var mockCalls: [String: [String: Int]]?
+    }
+
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    static func hex(_ text: String) throws -> [UInt8] {
+        let digits = text.filter { !$0.isWhitespace }
+        guard digits.count.isMultiple(of: 2), digits.allSatisfy(\.isHexDigit) else { throw FixtureError("not hex bytes: '\(text)'") }
+        var out: [UInt8] = []
+        var i = digits.startIndex
+        while i < digits.endIndex {
+            let j = digits.index(i, offsetBy: 2)
+            out.append(UInt8(digits[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+
+    static let directory = Fixtures.root.appendingPathComponent("bluez")
+
+    /// Every scenario, by file name.
+    static func all() throws -> [BlueZScenario] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted().map { file in
+            var scenario = try JSONDecoder().decode(BlueZScenario.self, from: Data(contentsOf: directory.appendingPathComponent(file)))
+            scenario.name = String(file.dropLast(".json".count))
+            return scenario
+        }
+    }
+}
+
+/// Plays every scenario of `hw-fixtures/bluez/` against python-dbusmock's bluez5 template on a private
+/// system bus, with the real agent and the real store.
+@Suite("BlueZ scenarios from hw-fixtures/bluez, through the real agent", .serialized)
+struct BlueZScenarioTests {
+    static let scenarios = (try? BlueZScenario.all()) ?? []
+
+    @Test("the scenarios load, and there are some")
+    func load() throws {
+        let all = try BlueZScenario.all()
+        #expect(all.count >= 4)
+        for s in all { #expect(!s.timeline.isEmpty && !s.source.isEmpty, "\(s.name)") }
+    }
+
+    @Test("scenario", arguments: scenarios)
+    func play(_ scenario: BlueZScenario) async throws {
+        let cli = try CLI()
+        for args in scenario.setup {
+            let r = try await cli.run(args)
+            #expect(r.exitCode == 0, "\(args): \(r.err)")
+        }
+        let log = LineBuffer()
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            try await populate(mock, scenario)
+            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+            var restarted: [Task<Void, Never>] = []
+            let result = try await Subprocess.run(
+                exe, arguments: Arguments(argv),
+                environment: cli.environment(tz: "America/New_York", extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "DOSETAP_AUDIO_DEVICE": "null"]),
+                input: .none, output: .discarded, error: .sequence
+            ) { execution in
+                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                #expect(await log.wait(for: "listening to BlueZ", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+                for (n, step) in scenario.timeline.enumerated() {
+                    if let address = step.advert {
+                        var data: [String: DBusValue] = [:]
+                        for (uuid, hex) in step.serviceData ?? [:] { data[uuid] = .bytes(try BlueZScenario.hex(hex)) }
+                        try await set(mock, path: devicePath(scenario, address), interface: "org.bluez.Device1", property: "ServiceData",
+                                      value: .vardict(data))
+                    } else if let path = step.set, let interface = step.interface, let property = step.property, let value = step.value {
+                        try await set(mock, path: path, interface: interface, property: property, value: value.value)
+                    } else if let text = step.waitLog {
+                        #expect(await log.wait(for: text, timeout: step.timeout ?? 10) != nil,
+                                "step \(n): no '\(text)' in\n\(log.all.joined(separator: "\n"))")
+                    } else if let seconds = step.sleep {
+                        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                    } else if let args = step.cli {
+                        let r = try await cli.run(args)
+                        #expect(r.exitCode == 0, "step \(n) \(args): \(r.err)")
+                    } else if step.restartBluetoothd == true {
+                        try killMock(address: bus.address)
+                        restarted.append(Task {
+                            _ = try? await Subprocess.run(.path("/usr/bin/python3"), arguments: ["-m", "dbusmock", "--system", "--template", "bluez5"],
+                                                          environment: .custom(["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": bus.address]),
+                                                          input: .none, output: .discarded, error: .discarded)
+                        })
+                        try await waitForBlueZ(mock)
+                    } else if step.populate == true {
+                        try await populate(mock, scenario)
+                    } else {
+                        Issue.record("step \(n) of \(scenario.name) has no verb")
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                for (path, methods) in scenario.expect.mockCalls ?? [:] {
+                    for (method, count) in methods {
+                        let calls = try await mock.call(destination: "org.bluez", path: path, interface: "org.freedesktop.DBus.Mock",
+                                                        member: "GetMethodCalls", arguments: [.string(method)])
+                        #expect(calls.first?.array?.count == count, "\(path) \(method): \(calls)")
+                    }
+                }
+                try execution.send(signal: .terminate)
+                _ = try? await reader.value
+            }
+            if !restarted.isEmpty {
+                try? killMock(address: bus.address)
+                for t in restarted { t.cancel() }
+            }
+            #expect(result.terminationStatus == .exited(0))
+        }
+
+        let database = try DoseTapDatabase(directory: cli.dataDirectory)
+        let doses = try DoseRepository(database: database).allEvents().filter { $0.source == .button }.map { Self.name($0.kind) }
+        #expect(doses == scenario.expect.doses, "\(log.all.joined(separator: "\n"))")
+        let levels = try BatterySampleRepository(database: database).latestLevels()
+        for (source, level) in scenario.expect.batteries ?? [:] {
+            #expect(levels[source]?.level == Double(level), "battery of \(source)")
+        }
+        for (text, count) in scenario.expect.logCounts ?? [:] {
+            #expect(log.count(text) == count, "'\(text)' logged \(log.count(text)) times, expected \(count)")
+        }
+    }
+
+    static func name(_ kind: DoseEvent.Kind) -> String {
+        switch kind {
+        case .dose1: "dose1"
+        case .dose2: "dose2"
+        case .snooze: "snooze"
+        case .skip: "skip"
+        case .undo: "undo"
+        }
+    }
+
+    func devicePath(_ scenario: BlueZScenario, _ address: String) -> String {
+        let adapter = scenario.devices.first { $0.address == address }?.adapter ?? "hci0"
+        return "/org/bluez/\(adapter)/dev_" + address.replacingOccurrences(of: ":", with: "_")
+    }
+
+    func set(_ mock: DBusConnection, path: String, interface: String, property: String, value: DBusValue) async throws {
+        _ = try await mock.call(destination: "org.bluez", path: path, interface: "org.freedesktop.DBus.Properties", member: "Set",
+                                arguments: [.string(interface), .string(property), .variant(value)])
+    }
+
+    /// The scenario's adapters, devices and extra objects, as bluetoothd would have them.
+    func populate(_ mock: DBusConnection, _ scenario: BlueZScenario) async throws {
+        for a in scenario.adapters {
+            _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
+                                    arguments: [.string(a.name), .string(a.alias)])
+        }
+        for d in scenario.devices {
+            _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
+                                    arguments: [.string(d.adapter), .string(d.address), .string(d.alias)])
+        }
+        for o in scenario.objects ?? [] {
+            _ = try await mock.call(destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.Mock", member: "AddObject",
+                                    arguments: [.string(o.path), .string(o.interface), .vardict(o.properties.mapValues(\.value)),
+                                                .array(elementSignature: "(ssss)", [])])
+        }
+    }
+
+    /// Waits for a new `org.bluez` owner to answer.
+    func waitForBlueZ(_ mock: DBusConnection) async throws {
+        for _ in 0..<200 {
+            if (try? await mock.call(destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+                                     member: "GetManagedObjects")) != nil { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw FixtureError("bluetoothd (the mock) did not come back")
+    }
+
+    /// Kills the python-dbusmock server on this bus.
+    func killMock(address: String) throws {
+        for pid in try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init) {
+            guard let cmd = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+                  String(decoding: cmd, as: UTF8.self).contains("dbusmock"),
+                  let env = FileManager.default.contents(atPath: "/proc/\(pid)/environ"),
+                  String(decoding: env, as: UTF8.self).contains(address) else { continue }
+            kill(pid, SIGKILL)
+        }
+    }
+}
