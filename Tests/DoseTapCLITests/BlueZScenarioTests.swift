@@ -136,6 +136,30 @@ struct BlueZScenarioTests {
 
     @Test("scenario", arguments: scenarios)
     func play(_ scenario: BlueZScenario) async throws {
+        try await run(scenario)
+    }
+
+    @Test("a dbus-monitor capture converts (scripts/bluez-capture-to-scenario.py) into a scenario that plays")
+    func capture() async throws {
+        let capture = BlueZScenario.directory.appendingPathComponent("captures/mock-bthome-press.dbus-monitor.txt")
+        let script = Fixtures.packageRoot.appendingPathComponent("scripts/bluez-capture-to-scenario.py")
+        let converted = try await Subprocess.run(.path("/usr/bin/python3"), arguments: [script.path, capture.path],
+                                                 output: .string(limit: 1 << 20), error: .string(limit: 1 << 16))
+        #expect(converted.terminationStatus == .exited(0), "\(converted.standardError)")
+        var scenario = try JSONDecoder().decode(BlueZScenario.self, from: Data(converted.standardOutput.utf8))
+        #expect(scenario.devices.map(\.address) == ["A4:C1:38:8D:18:B2"])
+        let adverts = scenario.timeline.compactMap(\.serviceData)
+        #expect(adverts == [[BLEAdvert.bthomeUUID: "40 00 07 01 5d 3a 01"]])
+        #expect(scenario.timeline.contains { $0.set == "/org/bluez/hci0" && $0.property == "Powered" })
+        // What the capture does not say: the button was added, and its press must log Dose 1.
+        scenario.name = "converted capture"
+        scenario.setup = [["button", "add", "A4:C1:38:8D:18:B2", "--kind", "bthome", "--name", "captured"]]
+        scenario.timeline.append(BlueZScenario.Step(waitLog: "button action recorded", timeout: 5))
+        scenario.expect = BlueZScenario.Expectation(doses: ["dose1"], batteries: ["button:captured": 93])
+        try await run(scenario)
+    }
+
+    func run(_ scenario: BlueZScenario) async throws {
         let cli = try CLI()
         for args in scenario.setup {
             let r = try await cli.run(args)
