@@ -28,12 +28,16 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     private let onHandled: @Sendable (BLEAdvert, [DoseOutcome]) -> Void
     private let guards = Mutex<[String: ButtonFloodGuard]>([:])
     private let lastBattery = Mutex<[String: Date]>([:])
+    /// When set (`dosetap button test`), gestures are handed here instead of acting, and nothing is stored.
+    private let observer: (@Sendable (ButtonIntent) -> Void)?
 
     public init(bluez: BlueZClient?, hid: HIDButtonSource? = nil, buttons: ButtonRepository, repository: DoseRepository, samples: BatterySampleRepository,
                 feedback: FeedbackNotifier?, clock: any WallClock, logger: Logger, databaseChanges: AsyncStream<Void>?,
                 onRecorded: @escaping @Sendable () -> Void = {},
-                onHandled: @escaping @Sendable (BLEAdvert, [DoseOutcome]) -> Void = { _, _ in }) {
+                onHandled: @escaping @Sendable (BLEAdvert, [DoseOutcome]) -> Void = { _, _ in },
+                observer: (@Sendable (ButtonIntent) -> Void)? = nil) {
         self.onHandled = onHandled
+        self.observer = observer
         self.bluez = bluez
         self.hid = hid
         self.buttons = buttons
@@ -134,6 +138,10 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
 
     /// Puts intents through the flood guard and the dose policy, and plays their feedback.
     public func act(on intents: [ButtonIntent]) async -> [DoseOutcome] {
+        if let observer {
+            intents.forEach(observer)
+            return []
+        }
         var results: [DoseOutcome] = []
         for intent in intents {
             guard let command = intent.action.command else {
@@ -248,6 +256,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     }
 
     private func recordBattery(_ button: ButtonConfig, _ level: Int, at: Date) {
+        guard observer == nil else { return }
         let due = lastBattery.withLock { last -> Bool in
             if let previous = last[button.address], at.timeIntervalSince(previous) < 600, at >= previous { return false }
             last[button.address] = at

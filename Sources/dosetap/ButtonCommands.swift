@@ -117,6 +117,14 @@ struct ButtonCommand: AsyncParsableCommand {
         }
     }
 
+    struct Candidate {
+        var kind: ButtonKind
+        var address: String
+        var name: String?
+        var rssi: Int?
+        var connected: Bool
+    }
+
     struct Scan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List nearby BLE buttons (BlueZ discovery).")
         @Option(help: "How long to listen.") var seconds: Int = 10
@@ -156,22 +164,38 @@ struct ButtonCommand: AsyncParsableCommand {
             } catch {
                 throw CLIError("scan failed: \(error)")
             }
-            let candidates = seen.values.compactMap { a -> (BLEAdvert, ButtonKind)? in
-                if a.serviceData[BLEAdvert.bthomeUUID] != nil { return (a, .bthome) }
-                if a.uuids.contains(where: { $0.lowercased().hasPrefix("0000ffe0") }) { return (a, .itag) }
-                if a.uuids.contains(where: { $0.lowercased().hasPrefix("00001812") }) { return (a, .hid) }
-                return nil
-            }.sorted { ($0.0.rssi ?? -999) > ($1.0.rssi ?? -999) }
+            var candidates = seen.values.compactMap { a -> Candidate? in
+                let kind: ButtonKind
+                if a.serviceData[BLEAdvert.bthomeUUID] != nil { kind = .bthome }
+                else if a.uuids.contains(where: { $0.lowercased().hasPrefix("0000ffe0") }) { kind = .itag }
+                else if a.uuids.contains(where: { $0.lowercased().hasPrefix("00001812") }) { kind = .hid }
+                else { return nil }
+                return Candidate(kind: kind, address: a.address, name: a.name, rssi: a.rssi, connected: false)
+            }
+            // HID remotes already connected: they stop advertising, but the kernel has their input nodes.
+            for remote in (try? HIDButtonSource())?.remotes() ?? [] {
+                if let i = candidates.firstIndex(where: { $0.address == remote.address }) {
+                    candidates[i].kind = .hid
+                    candidates[i].connected = true
+                } else if !candidates.contains(where: { $0.address == remote.address }) {
+                    candidates.append(Candidate(kind: .hid, address: remote.address, name: remote.name, rssi: nil, connected: true))
+                }
+            }
+            // One line per remote (a shutter has two input nodes); strongest first, connected ones last.
+            var unique: [String: Candidate] = [:]
+            for c in candidates where unique[c.address] == nil { unique[c.address] = c }
+            let sorted = unique.values.sorted { ($0.rssi ?? -999, $1.address) > ($1.rssi ?? -999, $0.address) }
             if json {
-                printLine(JSON.array(candidates.map { a, kind in
-                    .object([("kind", .string(kind.rawValue)), ("address", .string(a.address)), ("name", JSON.optional(a.name)),
-                             ("rssi", JSON.optional(a.rssi))])
+                printLine(JSON.array(sorted.map { c in
+                    .object([("kind", .string(c.kind.rawValue)), ("address", .string(c.address)), ("name", JSON.optional(c.name)),
+                             ("rssi", JSON.optional(c.rssi)), ("connected", .bool(c.connected))])
                 }).text)
                 return
             }
-            if candidates.isEmpty { printLine("No buttons found in \(seconds) s.") }
-            for (a, kind) in candidates {
-                printLine("\(kind.rawValue)  \(a.address)  \(a.name ?? "(no name)")  \(a.rssi.map { "\($0) dBm" } ?? "")")
+            if sorted.isEmpty { printLine("No buttons found in \(seconds) s.") }
+            for c in sorted {
+                let signal = c.rssi.map { "\($0) dBm" } ?? (c.connected ? "connected" : "")
+                printLine("\(c.kind.rawValue)  \(c.address)  \(c.name ?? "(no name)")  \(signal)")
             }
         }
     }
@@ -182,31 +206,38 @@ struct ButtonCommand: AsyncParsableCommand {
         @Option(help: "How long to listen.") var seconds: Int = 30
         @OptionGroup var location: LocationOptions
 
+        func validate() throws {
+            guard (1...3600).contains(seconds) else { throw ValidationError("--seconds must be from 1 to 3600") }
+        }
+
         func run() async throws {
-            let buttons = try ButtonCommand.repository(location).all()
+            let repository = try ButtonCommand.repository(location)
+            let buttons = try repository.all()
             guard !buttons.isEmpty else { throw CLIError("no buttons added: dosetap button add ADDRESS --kind …") }
-            let client: BlueZClient
-            do { client = BlueZClient(connection: try DBusConnection(bus: .system)) } catch {
-                throw CLIError("cannot reach BlueZ on the system bus: \(error)")
-            }
-            let interpreter = ButtonInterpreter(buttons: buttons, logger: Logger(label: "dosetap.cli"))
-            printLine("Press a button (\(seconds) s)…")
-            do {
-                try await client.startDiscovery()
-                let adverts = try await client.adverts()
-                let listener = Task {
-                    for await advert in adverts {
-                        for intent in interpreter.interpret(advert).intents {
-                            printLine("\(intent.button.name): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
-                        }
-                    }
+            var logger = Logger(label: "dosetap.cli")
+            logger.logLevel = .warning
+            // BLE buttons through BlueZ; HID remotes through evdev (grabbed while testing, as the agent does).
+            var bluez: BlueZClient?
+            if buttons.contains(where: { $0.kind != .hid }) {
+                do { bluez = BlueZClient(connection: try DBusConnection(bus: .system), logger: logger) } catch {
+                    throw CLIError("cannot reach BlueZ on the system bus: \(error)")
                 }
-                try await Task.sleep(for: .seconds(seconds))
-                listener.cancel()
-                await client.stopDiscovery()
-            } catch {
-                throw CLIError("\(error)")
             }
+            let hid = buttons.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil
+            let database = repository.database
+            // The agent's own pipeline (allowlist, BTHome rules, gesture recognition), observing instead of acting.
+            let service = ButtonService(
+                bluez: bluez, hid: hid, buttons: repository, repository: DoseRepository(database: database),
+                samples: BatterySampleRepository(database: database), feedback: nil, clock: SystemClock(), logger: logger,
+                databaseChanges: nil,
+                observer: { intent in
+                    printLine("\(intent.button.name): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
+                })
+            printLine("Press a button (\(seconds) s)…")
+            let task = Task { try await service.run() }
+            try? await Task.sleep(for: .seconds(seconds))
+            task.cancel()
+            _ = try? await task.value
         }
     }
 }

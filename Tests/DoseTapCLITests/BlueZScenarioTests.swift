@@ -296,3 +296,103 @@ struct BlueZScenarioTests {
         }
     }
 }
+
+/// `dosetap button scan` and `button test` against the mock BlueZ and an emulated HID remote
+/// (`umockdev-run` with the AB Shutter3 of hw-fixtures/hid and its recorded single press).
+@Suite("dosetap button scan and button test", .serialized)
+struct ButtonScanAndTestCLITests {
+    static let shelly = "A4:C1:38:8D:18:B2"
+    static let shutter = "FF:FF:3A:07:12:C4"
+    static let ghost = "11:22:33:44:55:66"
+
+    /// `dosetap ARGS` under umockdev-run (the shutter's input nodes, its press on event5), on the mock's bus.
+    func run(_ cli: CLI, _ args: [String], bus: String, during: @escaping @Sendable () async throws -> Void) async throws -> CLI.Result {
+        let hid = Fixtures.root.appendingPathComponent("hid")
+        let events = try restamped(hid.appendingPathComponent("single.events"), startingAt: Date().addingTimeInterval(1.5), in: cli.home)
+        let argv = ["-d", hid.appendingPathComponent("ab-shutter3.umockdev").path,
+                    "-e", "/dev/input/event5=" + events.path, "--", CLI.binary] + args
+        let injector = Task { try await during() }
+        defer { injector.cancel() }
+        let r = try await Subprocess.run(.path("/usr/bin/umockdev-run"), arguments: Arguments(argv),
+                                         environment: cli.environment(tz: "America/New_York", extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus]),
+                                         input: .none, output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+        try await injector.value
+        return CLI.Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
+    }
+
+    /// The recorded press with its kernel timestamps moved to now: umockdev replays the recorded ones, and a
+    /// key down stamped a year ago has been held for a year by the time it is read.
+    func restamped(_ file: URL, startingAt start: Date, in directory: URL) throws -> URL {
+        var first: Double?
+        let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard line.hasPrefix("E: "), let stamp = line.dropFirst(3).split(separator: " ").first, let t = Double(stamp) else { return String(line) }
+            let shifted = start.timeIntervalSince1970 + (t - (first ?? t))
+            if first == nil { first = t }
+            return "E: " + String(format: "%.6f", shifted) + line.dropFirst(3 + stamp.count)
+        }
+        let out = directory.appendingPathComponent(file.lastPathComponent)
+        try Data(lines.joined(separator: "\n").utf8).write(to: out)
+        return out
+    }
+
+    func populate(_ mock: DBusConnection) async throws {
+        _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
+                                arguments: [.string("hci0"), .string("bedside-pi")])
+        for (address, alias) in [(Self.shelly, "SBBT-002C"), (Self.ghost, "kettle")] {
+            _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
+                                    arguments: [.string("hci0"), .string(address), .string(alias)])
+        }
+    }
+
+    func press(_ mock: DBusConnection, packet: UInt8, after seconds: Double) async throws {
+        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        _ = try await mock.call(destination: "org.bluez", path: "/org/bluez/hci0/dev_" + Self.shelly.replacingOccurrences(of: ":", with: "_"),
+                                interface: "org.freedesktop.DBus.Properties", member: "Set",
+                                arguments: [.string("org.bluez.Device1"), .string("ServiceData"),
+                                            .variant(.vardict([BLEAdvert.bthomeUUID: .bytes([0x40, 0x00, packet, 0x01, 0x50, 0x3A, 0x01])]))])
+    }
+
+    @Test("scan lists the advertising BTHome button and the HID remote the kernel already has, nothing else")
+    func scan() async throws {
+        let cli = try CLI()
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            try await populate(mock)
+            let r = try await run(cli, ["button", "scan", "--seconds", "3", "--json"], bus: bus.address) {
+                try await press(mock, packet: 1, after: 1.5)
+            }
+            #expect(r.exitCode == 0, "\(r.err)")
+            let list = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]] ?? []
+            #expect(list.count == 2, "\(r.out)")
+            let shelly = try #require(list.first { $0["address"] as? String == Self.shelly }, "\(r.out)")
+            #expect(shelly["kind"] as? String == "bthome" && shelly["name"] as? String == "SBBT-002C" && shelly["connected"] as? Bool == false)
+            let shutter = try #require(list.first { $0["address"] as? String == Self.shutter }, "\(r.out)")
+            #expect(shutter["kind"] as? String == "hid" && shutter["connected"] as? Bool == true)
+            #expect((shutter["name"] as? String)?.contains("AB Shutter3") == true)
+        }
+    }
+
+    @Test("test prints the gestures of added buttons (BTHome and HID) and the action each would take, and acts on none")
+    func testPresses() async throws {
+        let cli = try CLI()
+        #expect(try await cli.run(["button", "add", Self.shelly, "--kind", "bthome", "--name", "bedside"]).exitCode == 0)
+        #expect(try await cli.run(["button", "add", Self.shutter, "--kind", "hid", "--name", "shutter"]).exitCode == 0)
+        #expect(try await cli.run(["button", "map", Self.shutter, "--single", "snooze"]).exitCode == 0)
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            try await populate(mock)
+            let r = try await run(cli, ["button", "test", "--seconds", "4"], bus: bus.address) {
+                try await press(mock, packet: 7, after: 2)
+            }
+            #expect(r.exitCode == 0, "\(r.err)")
+            #expect(r.out.contains("bedside: single → take (not acted on)"), "\(r.out)\n\(r.err)")
+            #expect(r.out.contains("shutter: single → snooze (not acted on)"), "\(r.out)\n\(r.err)")
+        }
+        // Nothing acted: no dose event, no battery sample.
+        let database = try DoseTapDatabase(directory: cli.dataDirectory)
+        #expect(try DoseRepository(database: database).allEvents().isEmpty)
+        #expect(try BatterySampleRepository(database: database).latestLevels()["button:bedside"] == nil)
+        let none = try await cli.run(["button", "test", "--seconds", "0"])
+        #expect(none.exitCode != 0 && none.err.contains("--seconds must be from 1 to 3600"))
+    }
+}
