@@ -106,3 +106,19 @@ public struct FixtureError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
 }
+
+extension Fixtures {
+    /// "40 00 07" or "400007" → bytes; anything else (odd length, a non-hex digit) is an error.
+    public static func hexBytes(_ text: String) throws -> [UInt8] {
+        let digits = text.filter { !$0.isWhitespace }
+        guard digits.count.isMultiple(of: 2), digits.allSatisfy(\.isHexDigit) else { throw FixtureError("not hex bytes: '\(text)'") }
+        var out: [UInt8] = []
+        var index = digits.startIndex
+        while index < digits.endIndex {
+            let next = digits.index(index, offsetBy: 2)
+            out.append(UInt8(digits[index..<next], radix: 16)!)
+            index = next
+        }
+        return out
+    }
+}

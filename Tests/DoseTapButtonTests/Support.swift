@@ -9,16 +9,7 @@ import Testing
 // MARK: - Bytes
 
 func bytes(_ hex: String) -> [UInt8] {
-    let clean = hex.filter { !$0.isWhitespace }
-    precondition(clean.count % 2 == 0, "odd hex: \(hex)")
-    var out: [UInt8] = []
-    var index = clean.startIndex
-    while index < clean.endIndex {
-        let next = clean.index(index, offsetBy: 2)
-        out.append(UInt8(clean[index..<next], radix: 16)!)
-        index = next
-    }
-    return out
+    do { return try Fixtures.hexBytes(hex) } catch { preconditionFailure("\(error)") }
 }
 
 func hex(_ data: some Sequence<UInt8>) -> String { data.map { String(format: "%02x", $0) }.joined() }

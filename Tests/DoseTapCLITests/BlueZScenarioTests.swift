@@ -70,7 +70,7 @@ struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
             case "n": value = .int16(try c.decode(Int16.self, forKey: key))
             case "s": value = .string(try c.decode(String.self, forKey: key))
             case "o": value = .objectPath(try c.decode(String.self, forKey: key))
-            case "ay": value = .bytes(try BlueZScenario.hex(try c.decode(String.self, forKey: key)))
+            case "ay": value = .bytes(try Fixtures.hexBytes(try c.decode(String.self, forKey: key)))
             case "as": value = .strings(try c.decode([String].self, forKey: key))
             default:
                 throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown type '\(key.stringValue)'"))
@@ -94,19 +94,6 @@ struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
         var intValue: Int? { nil }
         init(stringValue: String) { self.stringValue = stringValue }
         init?(intValue: Int) { nil }
-    }
-
-    static func hex(_ text: String) throws -> [UInt8] {
-        let digits = text.filter { !$0.isWhitespace }
-        guard digits.count.isMultiple(of: 2), digits.allSatisfy(\.isHexDigit) else { throw FixtureError("not hex bytes: '\(text)'") }
-        var out: [UInt8] = []
-        var i = digits.startIndex
-        while i < digits.endIndex {
-            let j = digits.index(i, offsetBy: 2)
-            out.append(UInt8(digits[i..<j], radix: 16)!)
-            i = j
-        }
-        return out
     }
 
     static let directory = Fixtures.root.appendingPathComponent("bluez")
@@ -181,7 +168,7 @@ struct BlueZScenarioTests {
                 for (n, step) in scenario.timeline.enumerated() {
                     if let address = step.advert {
                         var data: [String: DBusValue] = [:]
-                        for (uuid, hex) in step.serviceData ?? [:] { data[uuid] = .bytes(try BlueZScenario.hex(hex)) }
+                        for (uuid, hex) in step.serviceData ?? [:] { data[uuid] = .bytes(try Fixtures.hexBytes(hex)) }
                         try await set(mock, path: devicePath(scenario, address), interface: "org.bluez.Device1", property: "ServiceData",
                                       value: .vardict(data))
                     } else if let path = step.set, let interface = step.interface, let property = step.property, let value = step.value {
