@@ -89,3 +89,30 @@ public enum PrivateBus {
         throw FixtureError("the mock never took \(name)")
     }
 }
+
+extension PrivateBus {
+    /// Kills the python-dbusmock server(s) on the bus at `address` (found by that address in their
+    /// environment), as when bluetoothd dies.
+    public static func killMock(address: String) {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
+        for pid in entries.compactMap(Int32.init) {
+            guard let cmd = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+                  String(decoding: cmd, as: UTF8.self).contains("dbusmock"),
+                  let env = FileManager.default.contents(atPath: "/proc/\(pid)/environ"),
+                  String(decoding: env, as: UTF8.self).contains(address) else { continue }
+            kill(pid, SIGKILL)
+        }
+    }
+
+    /// Starts another mock server on the bus at `address` (bluetoothd coming back). Cancel the task and
+    /// `killMock` to stop it.
+    public static func startMock(template: String, system: Bool, address: String) -> Task<Void, any Error> {
+        Task {
+            var environment: [Environment.Key: String] = ["PATH": "/usr/bin:/bin"]
+            environment[system ? "DBUS_SYSTEM_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS"] = address
+            _ = try await Subprocess.run(.path("/usr/bin/python3"),
+                                         arguments: Arguments(["-m", "dbusmock"] + (system ? ["--system"] : []) + ["--template", template]),
+                                         environment: .custom(environment), input: .none, output: .discarded, error: .discarded)
+        }
+    }
+}
