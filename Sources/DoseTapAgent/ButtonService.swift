@@ -12,17 +12,19 @@ import Synchronization
 public final class ButtonService: Service, Sendable, CustomStringConvertible {
     public var description: String { "ButtonService" }
 
-    private let bluez: BlueZClient?
+    let bluez: BlueZClient?
     private let hid: HIDButtonSource?
-    /// One gesture recognizer per HID remote (they send raw key downs and ups).
-    private let recognizers = Mutex<[String: GestureRecognizer]>([:])
+    /// One gesture recognizer per HID remote and iTag (they send raw key downs and ups, or bare presses).
+    private let recognizers = ButtonRecognizers()
+    /// The GATT followers of the added iTags (ITagButtons.swift).
+    let itags = ITagFollowers()
     private let buttons: ButtonRepository
     private let repository: DoseRepository
     private let samples: BatterySampleRepository
     private let feedback: FeedbackNotifier?
-    private let clock: any WallClock
-    private let logger: Logger
-    private let interpreter: ButtonInterpreter
+    let clock: any WallClock
+    let logger: Logger
+    let interpreter: ButtonInterpreter
     private let databaseChanges: AsyncStream<Void>?
     private let onRecorded: @Sendable () -> Void
     private let onHandled: @Sendable (BLEAdvert, [DoseOutcome]) -> Void
@@ -58,6 +60,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                 group.addTask { await self.followConfiguration() }
                 group.addTask { await self.followBlueZ() }
                 group.addTask { await self.followHID() }
+                group.addTask { await self.followITags() }
                 // Each follower runs until cancelled; one ending early (no BlueZ, no udev) must not stop the others.
                 while await group.next() != nil, !Task.isCancelled {}
                 group.cancelAll()
@@ -76,6 +79,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                 interpreter.replace(now)
                 logger.info("buttons changed", metadata: ["buttons": "\(now.map(\.address).sorted().joined(separator: ","))"])
                 hid?.setAddresses(hidAddresses)
+                itags.setAddresses(itagAddresses)
                 if now.contains(where: { $0.kind == .bthome }) { try? await bluez?.startDiscovery() }
             }
         }
@@ -211,7 +215,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             logger.info("HID remote connected", metadata: ["remote": "\(remote.address)", "grabbed": "\(grabbed)"])
             return []
         case .disconnected(let remote, _, let interrupted):
-            if interrupted { recognizers.withLock { $0[remote.address] = nil } }
+            if interrupted { recognizers.reset(address: remote.address) }
             logger.info("HID remote disconnected", metadata: ["remote": "\(remote.address)"])
             return []
         case .unavailable(let remote, let error):
@@ -219,35 +223,37 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             return []
         case .signal(let address, let signal):
             guard let button = interpreter.configured.first(where: { $0.address == address && $0.kind == .hid }) else { return [] }
-            let (gestures, deadline) = recognizers.withLock { all -> ([RecognizedGesture], Date?) in
-                var r = all[address] ?? GestureRecognizer(noDouble: button.mapping.noDouble)
-                let g = r.feed(signal)
-                all[address] = r
-                return (g, r.deadline)
-            }
-            if let deadline { scheduleExpiry(address: address, at: deadline) }
-            return await act(on: intents(button, gestures))
+            return await feed(signal, button: button)
         }
     }
 
-    /// Resolves what time alone decides for a remote (a single whose double window passed, a hold).
+    /// One raw signal of a HID remote or an iTag → the gestures it completes (with a timer for the rest).
+    func feed(_ signal: ButtonSignal, button: ButtonConfig) async -> [DoseOutcome] {
+        let (gestures, deadline) = recognizers.feed(signal, button: button)
+        if let deadline { scheduleExpiry(address: button.address, at: deadline) }
+        return await act(on: intents(button, gestures))
+    }
+
+    /// Resolves what time alone decides for a HID remote or an iTag (a single whose double window passed, a hold).
+    @discardableResult
+    public func expireGestures(address: String, at now: Date) async -> [DoseOutcome] {
+        guard let button = interpreter.configured.first(where: { $0.address == address && ($0.kind == .hid || $0.kind == .itag) }) else {
+            return []
+        }
+        return await act(on: intents(button, recognizers.expire(address: address, at: now)))
+    }
+
+    /// `expireGestures` under its first name.
     @discardableResult
     public func expireHID(address: String, at now: Date) async -> [DoseOutcome] {
-        guard let button = interpreter.configured.first(where: { $0.address == address && $0.kind == .hid }) else { return [] }
-        let gestures = recognizers.withLock { all -> [RecognizedGesture] in
-            guard var r = all[address] else { return [] }
-            let g = r.expire(at: now)
-            all[address] = r
-            return g
-        }
-        return await act(on: intents(button, gestures))
+        await expireGestures(address: address, at: now)
     }
 
     private func scheduleExpiry(address: String, at deadline: Date) {
         let delay = max(0, deadline.timeIntervalSince(clock.now()))
         Task {
             try? await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up)) + 1))
-            await self.expireHID(address: address, at: self.clock.now())
+            await self.expireGestures(address: address, at: self.clock.now())
         }
     }
 
@@ -255,7 +261,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         gestures.map { ButtonIntent(button: button, buttonIndex: 0, gesture: $0.gesture, action: button.mapping.action(for: $0.gesture), at: $0.at) }
     }
 
-    private func recordBattery(_ button: ButtonConfig, _ level: Int, at: Date) {
+    func recordBattery(_ button: ButtonConfig, _ level: Int, at: Date) {
         guard observer == nil else { return }
         let due = lastBattery.withLock { last -> Bool in
             if let previous = last[button.address], at.timeIntervalSince(previous) < 600, at >= previous { return false }

@@ -1,0 +1,73 @@
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Subprocess
+import Testing
+
+/// An iTag on a private system bus (python-dbusmock's bluez5 template plus the GATT objects of
+/// `MockBlueZGATT`), the real `dosetap` binary, the real store.
+@Suite("iTag buttons through BlueZ GATT, end to end", .serialized)
+struct ITagAgentTests {
+    static let itag = "FF:FF:10:0E:8A:2C"
+    static let stranger = "FF:FF:C2:11:04:9B"
+
+    static func mock(_ c: DBusConnection, _ path: String, _ member: String, _ arguments: [DBusValue],
+                     interface: String = "org.freedesktop.DBus.Mock") async throws -> [DBusValue] {
+        try await c.call(destination: "org.bluez", path: path, interface: interface, member: member, arguments: arguments)
+    }
+
+    /// hci0 and two iTags; the press characteristic of each.
+    static func populate(_ c: DBusConnection) async throws -> [String: String] {
+        _ = try await mock(c, "/org/bluez", "AddAdapter", [.string("hci0"), .string("bedside-pi")], interface: "org.bluez.Mock")
+        for m in MockBlueZGATT.methods {
+            _ = try await mock(c, MockBlueZGATT.path, "AddMethod", [.string(MockBlueZGATT.interface), .string(m.name),
+                                                                    .string(m.inSignature), .string(m.outSignature), .string(m.code)])
+        }
+        var out: [String: String] = [:]
+        for address in [itag, stranger] {
+            let paths = try await mock(c, MockBlueZGATT.path, "AddITag", [.string("hci0"), .string(address), .string("iTAG"), .byte(64)],
+                                       interface: MockBlueZGATT.interface)
+            out[address] = paths[1].string
+        }
+        return out
+    }
+
+    static func press(_ c: DBusConnection, _ characteristic: String) async throws {
+        _ = try await c.call(destination: "org.bluez", path: characteristic, interface: "org.freedesktop.DBus.Properties", member: "Set",
+                             arguments: [.string("org.bluez.GattCharacteristic1"), .string("Value"), .variant(.bytes([0x01]))])
+    }
+
+    @Test("the agent: an added iTag's press → Dose 1 from the button; the stranger's does nothing; battery as button:<name>")
+    func agent() async throws {
+        let cli = try CLI()
+        #expect(try await cli.run(["button", "add", Self.itag, "--kind", "itag", "--name", "bedside"]).exitCode == 0)
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            let press = try await Self.populate(mock)
+            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+            let log = LineBuffer()
+            let result = try await Subprocess.run(
+                exe, arguments: Arguments(argv),
+                environment: cli.environment(tz: "America/New_York", extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "DOSETAP_AUDIO_DEVICE": "null"]),
+                input: .none, output: .discarded, error: .sequence
+            ) { execution in
+                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                #expect(await log.wait(for: "iTag connected", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+                try await Self.press(mock, try #require(press[Self.stranger]))
+                try await Self.press(mock, try #require(press[Self.itag]))
+                #expect(await log.wait(for: "button action recorded", timeout: 5) != nil, "\(log.all.joined(separator: "\n"))")
+                try await Task.sleep(for: .milliseconds(300))
+                try execution.send(signal: .terminate)
+                _ = try? await reader.value
+            }
+            #expect(result.terminationStatus == .exited(0))
+        }
+        let database = try DoseTapDatabase(directory: cli.dataDirectory)
+        let events = try DoseRepository(database: database).allEvents()
+        #expect(events.count == 1)
+        #expect(events.first?.source == .button)
+        if case .dose1 = events.first?.kind {} else { Issue.record("expected Dose 1, got \(String(describing: events.first))") }
+        #expect(try BatterySampleRepository(database: database).latestLevels()["button:bedside"]?.level == 64)
+    }
+}
