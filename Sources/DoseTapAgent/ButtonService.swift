@@ -31,7 +31,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     private let guards = Mutex<[String: ButtonFloodGuard]>([:])
     private let lastBattery = Mutex<[String: Date]>([:])
     /// When set (`dosetap button test`), gestures are handed here instead of acting, and nothing is stored.
-    private let observer: (@Sendable (ButtonIntent) -> Void)?
+    let observer: (@Sendable (ButtonIntent) -> Void)?
 
     public init(bluez: BlueZClient?, hid: HIDButtonSource? = nil, buttons: ButtonRepository, repository: DoseRepository, samples: BatterySampleRepository,
                 feedback: FeedbackNotifier?, clock: any WallClock, logger: Logger, databaseChanges: AsyncStream<Void>?,

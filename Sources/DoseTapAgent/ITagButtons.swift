@@ -17,7 +17,8 @@ extension ButtonService {
     func followITags() async {
         guard let bluez else { return await Task.sleepForever() }
         let client = GATTButtonClient(bluez: bluez, clock: clock, logger: logger)
-        itags.start(client: client) { [weak self] address, event in
+        // `button test` (observing) drops the links it made when it ends; the agent keeps them (see GATTButtonClient).
+        itags.start(client: client, disconnectOnStop: observer != nil) { [weak self] address, event in
             _ = await self?.handleITag(address: address, event)
         }
         itags.setAddresses(itagAddresses)
@@ -50,6 +51,7 @@ final class ITagFollowers: Sendable {
 
     private struct State {
         var client: GATTButtonClient?
+        var disconnectOnStop = false
         var handler: Handler?
         var wanted: Set<String> = []
         var running: [String: Task<Void, Never>] = [:]
@@ -59,9 +61,10 @@ final class ITagFollowers: Sendable {
 
     private let state = Mutex(State())
 
-    func start(client: GATTButtonClient, handler: @escaping Handler) {
+    func start(client: GATTButtonClient, disconnectOnStop: Bool, handler: @escaping Handler) {
         state.withLock {
             $0.client = client
+            $0.disconnectOnStop = disconnectOnStop
             $0.handler = handler
         }
         reconcile()
@@ -104,9 +107,10 @@ final class ITagFollowers: Sendable {
                     self?.state.withLock { _ = $0.leaving.removeValue(forKey: id) }
                 }
             }
+            let disconnectOnStop = s.disconnectOnStop
             for address in s.wanted where s.running[address] == nil {
                 s.running[address] = Task {
-                    await client.follow(address: address) { event in await handler(address, event) }
+                    await client.follow(address: address, disconnectOnStop: disconnectOnStop) { event in await handler(address, event) }
                 }
             }
         }

@@ -70,4 +70,40 @@ struct ITagAgentTests {
         if case .dose1 = events.first?.kind {} else { Issue.record("expected Dose 1, got \(String(describing: events.first))") }
         #expect(try BatterySampleRepository(database: database).latestLevels()["button:bedside"]?.level == 64)
     }
+
+    @Test("button test: connects to an added iTag and prints its gestures without acting; drops the link it made")
+    func buttonTest() async throws {
+        let cli = try CLI()
+        #expect(try await cli.run(["button", "add", Self.itag, "--kind", "itag", "--name", "bedside"]).exitCode == 0)
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            let press = try #require(try await Self.populate(mock)[Self.itag])
+            let (exe, argv) = cli.command(["button", "test", "--seconds", "4"], scenario: nil, fakeTime: nil)
+            let out = LineBuffer()
+            let result = try await Subprocess.run(
+                exe, arguments: Arguments(argv),
+                environment: cli.environment(extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]),
+                input: .none, output: .sequence, error: .discarded
+            ) { execution in
+                let reader = Task { for try await line in execution.standardOutput.strings() { out.append(line) } }
+                // Notifications on: it is listening.
+                var listening = false
+                for _ in 0..<500 where !listening {
+                    listening = try await Self.mock(mock, press, "GetMethodCalls", [.string("StartNotify")]).first?.array?.count == 1
+                    if !listening { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(listening)
+                try await Self.press(mock, press)
+                #expect(await out.wait(for: "bedside: single → take (not acted on)", timeout: 3) != nil, "\(out.all)")
+                _ = try? await reader.value
+            }
+            #expect(result.terminationStatus == .exited(0))
+            // It made the link, so it dropped it at the end.
+            let device = "/org/bluez/hci0/dev_" + Self.itag.replacingOccurrences(of: ":", with: "_")
+            #expect(try await Self.mock(mock, device, "GetMethodCalls", [.string("Disconnect")]).first?.array?.count == 1)
+        }
+        let database = try DoseTapDatabase(directory: cli.dataDirectory)
+        #expect(try DoseRepository(database: database).count() == 0)
+        #expect(try BatterySampleRepository(database: database).latestLevels()["button:bedside"] == nil)
+    }
 }
