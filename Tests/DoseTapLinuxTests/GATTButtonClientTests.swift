@@ -160,6 +160,33 @@ struct GATTButtonClientTests {
         }
     }
 
+    @Test("the adapter powered off and on: the reconnection wait ends at once instead of running its course")
+    func adapterPowerCycle() async throws {
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            try await Self.addAdapter(mock)
+            let itag = try await Self.addITag(mock, Self.itag)
+            var slow = Self.timing
+            slow.backoff = ReconnectBackoff(steps: [.seconds(120)])
+            let client = GATTButtonClient(bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address))), clock: clock,
+                                          timing: slow)
+            let log = EventLog(client.events(address: Self.itag))
+            defer { log.stop() }
+            #expect(await log.wait { $0.contains(.connected) })
+            // The adapter goes off (the link with it), then comes back: the 120-s wait must not run its course.
+            try await Self.set(mock, "/org/bluez/hci0", "org.bluez.Adapter1", "Powered", .bool(false))
+            try await Self.dropLink(mock, itag.device)
+            #expect(await log.wait { $0.contains(.disconnected(reason: "link lost")) }, "\(log.events)")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await Self.calls(mock, itag.device, "Connect") == 1)
+            try await Self.set(mock, "/org/bluez/hci0", "org.bluez.Adapter1", "Powered", .bool(true))
+            #expect(await log.wait { $0.filter { $0 == .connected }.count == 2 }, "\(log.events)")
+            #expect(try await Self.calls(mock, itag.device, "Connect") == 2)
+            try await Self.notify(mock, itag.press, [0x01])
+            #expect(await log.wait { $0.contains { if case .press = $0 { true } else { false } } }, "\(log.events)")
+        }
+    }
+
     @Test("a device BlueZ does not know yet: discovery, then it connects when it appears")
     func discovered() async throws {
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
