@@ -103,11 +103,11 @@ final class LineBuffer: @unchecked Sendable {
     var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
     func count(_ text: String) -> Int { all.filter { $0.contains(text) }.count }
 
-    /// Waits until a line contains `text`; returns the seconds it took, or nil on timeout.
-    func wait(for text: String, timeout: Double) async -> Double? {
+    /// Waits until `count` lines contain `text`; returns the seconds it took, or nil on timeout.
+    func wait(for text: String, count wanted: Int = 1, timeout: Double) async -> Double? {
         let start = Date()
         while Date().timeIntervalSince(start) < timeout {
-            if count(text) > 0 { return Date().timeIntervalSince(start) }
+            if count(text) >= wanted { return Date().timeIntervalSince(start) }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil

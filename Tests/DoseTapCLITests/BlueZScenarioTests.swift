@@ -17,6 +17,9 @@ struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
     var setup: [[String]]
     var adapters: [Adapter]
     var devices: [Device]
+    /// iTags: a device with Battery1, the 0xFFE0 service and its 0xFFE1 characteristic (`…/service0010/char0011`)
+    /// and a decoy 0xFFE1 under 0x180F, whose Connect resolves services as BlueZ does (`MockBlueZGATT`).
+    var itags: [ITag]?
     /// Extra objects (GATT services and characteristics) with their properties.
     var objects: [MockObject]?
     var timeline: [Step]
@@ -25,10 +28,11 @@ struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
     var description: String { name }
 
     /// `name` is the file's, not a key.
-    enum CodingKeys: String, CodingKey { case summary, source, setup, adapters, devices, objects, timeline, expect }
+    enum CodingKeys: String, CodingKey { case summary, source, setup, adapters, devices, itags, objects, timeline, expect }
 
     struct Adapter: Decodable, Sendable { var name: String; var alias: String }
     struct Device: Decodable, Sendable { var adapter: String; var address: String; var alias: String }
+    struct ITag: Decodable, Sendable { var adapter: String; var address: String; var alias: String; var battery: UInt8 }
     struct MockObject: Decodable, Sendable { var path: String; var interface: String; var properties: [String: TypedValue] }
 
     /// One step. Exactly one of the optional verbs is set.
@@ -41,8 +45,10 @@ struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
         var interface: String?
         var property: String?
         var value: TypedValue?
-        /// Waits (up to `timeout` seconds, default 10) for the agent to log a line containing this text.
+        /// Waits (up to `timeout` seconds, default 10) for the agent to log a line containing this text
+        /// (`count` such lines in all, default 1).
         var waitLog: String?
+        var count: Int?
         var timeout: Double?
         /// Seconds to let pass.
         var sleep: Double?
@@ -174,8 +180,8 @@ struct BlueZScenarioTests {
                     } else if let path = step.set, let interface = step.interface, let property = step.property, let value = step.value {
                         try await set(mock, path: path, interface: interface, property: property, value: value.value)
                     } else if let text = step.waitLog {
-                        #expect(await log.wait(for: text, timeout: step.timeout ?? 10) != nil,
-                                "step \(n): no '\(text)' in\n\(log.all.joined(separator: "\n"))")
+                        #expect(await log.wait(for: text, count: step.count ?? 1, timeout: step.timeout ?? 10) != nil,
+                                "step \(n): not \(step.count ?? 1) × '\(text)' in\n\(log.all.joined(separator: "\n"))")
                     } else if let seconds = step.sleep {
                         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
                     } else if let args = step.cli {
@@ -236,7 +242,8 @@ struct BlueZScenarioTests {
     }
 
     func devicePath(_ scenario: BlueZScenario, _ address: String) -> String {
-        let adapter = scenario.devices.first { $0.address == address }?.adapter ?? "hci0"
+        let adapter = scenario.devices.first { $0.address == address }?.adapter
+            ?? scenario.itags?.first { $0.address == address }?.adapter ?? "hci0"
         return "/org/bluez/\(adapter)/dev_" + address.replacingOccurrences(of: ":", with: "_")
     }
 
@@ -254,6 +261,17 @@ struct BlueZScenarioTests {
         for d in scenario.devices {
             _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
                                     arguments: [.string(d.adapter), .string(d.address), .string(d.alias)])
+        }
+        if let itags = scenario.itags, !itags.isEmpty {
+            for m in MockBlueZGATT.methods {
+                _ = try await mock.call(destination: "org.bluez", path: MockBlueZGATT.path, interface: "org.freedesktop.DBus.Mock",
+                                        member: "AddMethod", arguments: [.string(MockBlueZGATT.interface), .string(m.name),
+                                                                         .string(m.inSignature), .string(m.outSignature), .string(m.code)])
+            }
+            for t in itags {
+                _ = try await mock.call(destination: "org.bluez", path: MockBlueZGATT.path, interface: MockBlueZGATT.interface,
+                                        member: "AddITag", arguments: [.string(t.adapter), .string(t.address), .string(t.alias), .byte(t.battery)])
+            }
         }
         for o in scenario.objects ?? [] {
             _ = try await mock.call(destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.Mock", member: "AddObject",
