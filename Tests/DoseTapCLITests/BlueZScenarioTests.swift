@@ -40,6 +40,10 @@ struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
         /// An advert: `Device1.ServiceData` (uuid → hex bytes) of the device with this address.
         var advert: String?
         var serviceData: [String: String]?
+        /// The same, sent as a PropertiesChanged signal by another process than bluetoothd (a forgery):
+        /// `forgeAdvert` with `serviceData`, or `forge` (a path) with `interface`, `property` and `value`.
+        var forgeAdvert: String?
+        var forge: String?
         /// A property change on any object: `set` is the path.
         var set: String?
         var interface: String?
@@ -161,6 +165,7 @@ struct BlueZScenarioTests {
         let log = LineBuffer()
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
+            let forger = try DBusConnection(bus: .address(bus.address))
             try await populate(mock, scenario)
             let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
             var restarted: [Task<Void, Never>] = []
@@ -177,6 +182,14 @@ struct BlueZScenarioTests {
                         for (uuid, hex) in step.serviceData ?? [:] { data[uuid] = .bytes(try Fixtures.hexBytes(hex)) }
                         try await set(mock, path: devicePath(scenario, address), interface: "org.bluez.Device1", property: "ServiceData",
                                       value: .vardict(data))
+                    } else if let address = step.forgeAdvert {
+                        var data: [String: DBusValue] = [:]
+                        for (uuid, hex) in step.serviceData ?? [:] { data[uuid] = .bytes(try Fixtures.hexBytes(hex)) }
+                        try forger.send(path: devicePath(scenario, address), interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                        arguments: [.string("org.bluez.Device1"), .vardict(["ServiceData": .vardict(data)]), .strings([])])
+                    } else if let path = step.forge, let interface = step.interface, let property = step.property, let value = step.value {
+                        try forger.send(path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                        arguments: [.string(interface), .vardict([property: value.value]), .strings([])])
                     } else if let path = step.set, let interface = step.interface, let property = step.property, let value = step.value {
                         try await set(mock, path: path, interface: interface, property: property, value: value.value)
                     } else if let text = step.waitLog {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One observation of a BLE device: an advertisement (or a property change) as BlueZ reports it.
 public struct BLEAdvert: Sendable, Equatable {
@@ -90,9 +91,14 @@ public final class BlueZClient: Sendable {
     /// Adverts: the devices already known, then every `InterfacesAdded` and `PropertiesChanged` of a
     /// `Device1`. Malformed signals are dropped.
     public func adverts() async throws -> AsyncStream<BLEAdvert> {
-        let added = try await connection.signals(DBusMatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded"))
-        let changed = try await connection.signals(DBusMatchRule(pathNamespace: "/org/bluez", interface: "org.freedesktop.DBus.Properties",
+        let added = try await connection.signals(DBusMatchRule(sender: Self.service, interface: "org.freedesktop.DBus.ObjectManager",
+                                                               member: "InterfacesAdded"))
+        let changed = try await connection.signals(DBusMatchRule(sender: Self.service, pathNamespace: "/org/bluez",
+                                                                 interface: "org.freedesktop.DBus.Properties",
                                                                  member: "PropertiesChanged", arg0: "org.bluez.Device1"))
+        // Any process on the system bus may send a signal with BlueZ's paths: only bluetoothd's count. (The
+        // caller starts again when org.bluez gets a new owner.)
+        let owner = await self.owner()
         let known = (try? await managedObjects()) ?? [:]
         let (stream, continuation) = AsyncStream<BLEAdvert>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         let addresses = AddressBook()
@@ -104,7 +110,7 @@ public final class BlueZClient: Sendable {
         }
         let a = Task {
             for await message in added {
-                guard message.body.count == 2, let path = message.body[0].string,
+                guard message.sender == owner, message.body.count == 2, let path = message.body[0].string,
                       let interfaces = message.body[1].stringKeyed, let props = interfaces["org.bluez.Device1"]?.stringKeyed,
                       let advert = Self.advert(path: path, properties: props, book: addresses, at: now()) else { continue }
                 continuation.yield(advert)
@@ -112,7 +118,7 @@ public final class BlueZClient: Sendable {
         }
         let c = Task {
             for await message in changed {
-                guard message.body.count >= 2, let path = message.path, let props = message.body[1].stringKeyed,
+                guard message.sender == owner, message.body.count >= 2, let path = message.path, let props = message.body[1].stringKeyed,
                       let advert = Self.advert(path: path, properties: props, book: addresses, at: now()) else { continue }
                 continuation.yield(advert)
             }
@@ -164,6 +170,12 @@ public final class BlueZClient: Sendable {
                          uuids: properties["UUIDs"]?.array?.compactMap(\.string) ?? [], receivedAt: receivedAt)
     }
 
+    /// The unique name of bluetoothd (the owner of `org.bluez`), or nil when it is not running.
+    public func owner() async -> String? {
+        try? await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                   member: "GetNameOwner", arguments: [.string(Self.service)]).first?.string
+    }
+
     /// What happened to an adapter: powered on or off, plugged in or out.
     public enum AdapterChange: Sendable, Equatable {
         case poweredOn(String)
@@ -176,28 +188,40 @@ public final class BlueZClient: Sendable {
     /// disappearing (`InterfacesAdded`/`InterfacesRemoved` with `org.bluez.Adapter1`). A powered-off
     /// adapter forgets its discovery session and its connections: whoever uses it starts again on power-on.
     public func adapterChanges() async throws -> AsyncStream<AdapterChange> {
-        let powered = try await connection.signals(DBusMatchRule(pathNamespace: "/org/bluez", interface: "org.freedesktop.DBus.Properties",
+        let powered = try await connection.signals(DBusMatchRule(sender: Self.service, pathNamespace: "/org/bluez",
+                                                                 interface: "org.freedesktop.DBus.Properties",
                                                                  member: "PropertiesChanged", arg0: "org.bluez.Adapter1"))
-        let added = try await connection.signals(DBusMatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded"))
-        let removed = try await connection.signals(DBusMatchRule(interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved"))
+        let added = try await connection.signals(DBusMatchRule(sender: Self.service, interface: "org.freedesktop.DBus.ObjectManager",
+                                                               member: "InterfacesAdded"))
+        let removed = try await connection.signals(DBusMatchRule(sender: Self.service, interface: "org.freedesktop.DBus.ObjectManager",
+                                                                 member: "InterfacesRemoved"))
+        // A new bluetoothd announces its adapters as it starts: those count too (the owner is read per signal).
+        let owner = Mutex<String?>(await self.owner())
+        let fromBlueZ: @Sendable (DBusMessage) async -> Bool = { [self] m in
+            if let o = owner.withLock({ $0 }), m.sender == o { return true }
+            let now = await self.owner()
+            owner.withLock { $0 = now }
+            return now != nil && m.sender == now
+        }
         let (stream, continuation) = AsyncStream<AdapterChange>.makeStream()
         let tasks = [
             Task {
                 for await m in powered {
-                    guard m.body.count >= 2, let path = m.path, let on = m.body[1].stringKeyed?["Powered"]?.bool else { continue }
+                    guard await fromBlueZ(m), m.body.count >= 2, let path = m.path, let on = m.body[1].stringKeyed?["Powered"]?.bool else { continue }
                     continuation.yield(on ? .poweredOn(path) : .poweredOff(path))
                 }
                 continuation.finish()
             },
             Task {
                 for await m in added {
-                    guard m.body.count == 2, let path = m.body[0].string, m.body[1].stringKeyed?["org.bluez.Adapter1"] != nil else { continue }
+                    guard m.body.count == 2, let path = m.body[0].string, m.body[1].stringKeyed?["org.bluez.Adapter1"] != nil,
+                          await fromBlueZ(m) else { continue }
                     continuation.yield(.added(path))
                 }
             },
             Task {
                 for await m in removed {
-                    guard m.body.count == 2, let path = m.body[0].string,
+                    guard await fromBlueZ(m), m.body.count == 2, let path = m.body[0].string,
                           m.body[1].array?.contains(where: { $0.string == "org.bluez.Adapter1" }) == true else { continue }
                     continuation.yield(.removed(path))
                 }
