@@ -109,7 +109,8 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     }
 
     // Presses. Two clocks start per press: before the mock is asked to emit PropertiesChanged (so
-    // the mock's own work is included) and when our D-Bus layer has the advert; both stop once the
+    // the mock's own work is included) and when our D-Bus layer takes the signal off the bus (the advert's
+    // `receivedAt`, before decoding); both stop once the
     // dose is decided, committed (synchronous=FULL) and its feedback played.
     struct Run { var fromInjection: [Double] = []; var fromReceipt: [Double] = []; var committed = 0 }
     var sequence = 0
@@ -156,7 +157,7 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     print("| run | measured from | p50 | p99 | max | committed |")
     print("|---|---|---|---|---|---|")
     for (name, run) in [("a log like a real one (few events in 48 h)", realistic), ("stress: all in one night (log grows to \(presses))", crowded)] {
-        for (from, v) in [("mock asked to emit PropertiesChanged", run.fromInjection), ("advert decoded by our D-Bus layer", run.fromReceipt)] {
+        for (from, v) in [("mock asked to emit PropertiesChanged", run.fromInjection), ("PropertiesChanged taken off the bus by our D-Bus layer", run.fromReceipt)] {
             print("| \(name) | \(from) | " + String(format: "%.2f ms | %.2f ms | %.2f ms | %d |", percentile(v, 0.5), percentile(v, 0.99), v.max() ?? .nan, run.committed))
         }
     }

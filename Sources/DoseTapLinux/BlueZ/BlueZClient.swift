@@ -112,14 +112,14 @@ public final class BlueZClient: Sendable {
             for await message in added {
                 guard message.sender == owner, message.body.count == 2, let path = message.body[0].string,
                       let interfaces = message.body[1].stringKeyed, let props = interfaces["org.bluez.Device1"]?.stringKeyed,
-                      let advert = Self.advert(path: path, properties: props, book: addresses, at: now()) else { continue }
+                      let advert = Self.advert(path: path, properties: props, book: addresses, at: Self.arrival(message, now)) else { continue }
                 continuation.yield(advert)
             }
         }
         let c = Task {
             for await message in changed {
                 guard message.sender == owner, message.body.count >= 2, let path = message.path, let props = message.body[1].stringKeyed,
-                      let advert = Self.advert(path: path, properties: props, book: addresses, at: now()) else { continue }
+                      let advert = Self.advert(path: path, properties: props, book: addresses, at: Self.arrival(message, now)) else { continue }
                 continuation.yield(advert)
             }
             continuation.finish()
@@ -129,6 +129,12 @@ public final class BlueZClient: Sendable {
             c.cancel()
         }
         return stream
+    }
+
+    /// When the signal reached DoseTap (taken off the bus), on the clock `now` reads.
+    static func arrival(_ message: DBusMessage, _ now: @Sendable () -> Date) -> Date {
+        guard let arrived = message.receivedAt else { return now() }
+        return now().addingTimeInterval(min(0, arrived.timeIntervalSinceNow))
     }
 
     /// Remembers each device path's address (PropertiesChanged carries only what changed).

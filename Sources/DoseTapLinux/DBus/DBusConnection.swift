@@ -251,9 +251,11 @@ public final class DBusConnectionCore: @unchecked Sendable {
             queue.async { self.closeOnQueue(reason: "disconnected from the bus") }
             return
         }
-        let decoded: DBusMessage
+        let arrived = Date()
+        var decoded: DBusMessage
         do {
             decoded = try DBusCodec.message(from: message)
+            decoded.receivedAt = arrived
         } catch {
             let member = dbus_message_get_member(message).map { String(cString: $0) } ?? "?"
             logger.warning("malformed D-Bus signal rejected", metadata: ["member": "\(member)", "error": "\(error)"])

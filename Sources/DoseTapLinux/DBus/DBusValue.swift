@@ -1,3 +1,4 @@
+import Foundation
 /// A D-Bus value with its type. Covers what BlueZ and the notification daemon use: basic types,
 /// arrays (`ay`, `as`, `ao`), dictionaries (`a{sv}`, `a{qv}`, `a{oa{sa{sv}}}`), variants and structs.
 public indirect enum DBusValue: Sendable, Equatable, Hashable, CustomStringConvertible {
@@ -200,6 +201,13 @@ public struct DBusMessage: Sendable, Equatable {
     public var member: String?
     public var errorName: String?
     public var body: [DBusValue]
+    /// When our connection took the message off the bus (signals only; not part of equality).
+    public var receivedAt: Date?
+
+    public static func == (a: DBusMessage, b: DBusMessage) -> Bool {
+        a.kind == b.kind && a.sender == b.sender && a.destination == b.destination && a.path == b.path && a.interface == b.interface
+            && a.member == b.member && a.errorName == b.errorName && a.body == b.body
+    }
 
     public init(kind: Kind, sender: String? = nil, destination: String? = nil, path: String? = nil,
                 interface: String? = nil, member: String? = nil, errorName: String? = nil, body: [DBusValue] = []) {
