@@ -168,7 +168,7 @@ struct BlueZScenarioTests {
             let forger = try DBusConnection(bus: .address(bus.address))
             try await populate(mock, scenario)
             let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
-            var restarted: [Task<Void, Never>] = []
+            var restarted: [Task<Void, any Error>] = []
             let result = try await Subprocess.run(
                 exe, arguments: Arguments(argv),
                 environment: cli.environment(tz: "America/New_York", extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "DOSETAP_AUDIO_DEVICE": "null"]),
@@ -201,12 +201,8 @@ struct BlueZScenarioTests {
                         let r = try await cli.run(args)
                         #expect(r.exitCode == 0, "step \(n) \(args): \(r.err)")
                     } else if step.restartBluetoothd == true {
-                        try killMock(address: bus.address)
-                        restarted.append(Task {
-                            _ = try? await Subprocess.run(.path("/usr/bin/python3"), arguments: ["-m", "dbusmock", "--system", "--template", "bluez5"],
-                                                          environment: .custom(["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": bus.address]),
-                                                          input: .none, output: .discarded, error: .discarded)
-                        })
+                        PrivateBus.killMock(address: bus.address)
+                        restarted.append(PrivateBus.startMock(template: "bluez5", system: true, address: bus.address))
                         try await waitForBlueZ(mock)
                     } else if step.populate == true {
                         try await populate(mock, scenario)
@@ -226,7 +222,7 @@ struct BlueZScenarioTests {
                 _ = try? await reader.value
             }
             if !restarted.isEmpty {
-                try? killMock(address: bus.address)
+                PrivateBus.killMock(address: bus.address)
                 for t in restarted { t.cancel() }
             }
             #expect(result.terminationStatus == .exited(0))
@@ -301,17 +297,6 @@ struct BlueZScenarioTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw FixtureError("bluetoothd (the mock) did not come back")
-    }
-
-    /// Kills the python-dbusmock server on this bus.
-    func killMock(address: String) throws {
-        for pid in try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init) {
-            guard let cmd = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-                  String(decoding: cmd, as: UTF8.self).contains("dbusmock"),
-                  let env = FileManager.default.contents(atPath: "/proc/\(pid)/environ"),
-                  String(decoding: env, as: UTF8.self).contains(address) else { continue }
-            kill(pid, SIGKILL)
-        }
     }
 }
 

@@ -38,38 +38,8 @@ struct ITagAgentTests {
                              arguments: [.string("org.bluez.GattCharacteristic1"), .string("Value"), .variant(.bytes([0x01]))])
     }
 
-    @Test("the agent: an added iTag's press → Dose 1 from the button; the stranger's does nothing; battery as button:<name>")
-    func agent() async throws {
-        let cli = try CLI()
-        #expect(try await cli.run(["button", "add", Self.itag, "--kind", "itag", "--name", "bedside"]).exitCode == 0)
-        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
-            let mock = try DBusConnection(bus: .address(bus.address))
-            let press = try await Self.populate(mock)
-            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
-            let log = LineBuffer()
-            let result = try await Subprocess.run(
-                exe, arguments: Arguments(argv),
-                environment: cli.environment(tz: "America/New_York", extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "DOSETAP_AUDIO_DEVICE": "null"]),
-                input: .none, output: .discarded, error: .sequence
-            ) { execution in
-                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
-                #expect(await log.wait(for: "iTag connected", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
-                try await Self.press(mock, try #require(press[Self.stranger]))
-                try await Self.press(mock, try #require(press[Self.itag]))
-                #expect(await log.wait(for: "button action recorded", timeout: 5) != nil, "\(log.all.joined(separator: "\n"))")
-                try await Task.sleep(for: .milliseconds(300))
-                try execution.send(signal: .terminate)
-                _ = try? await reader.value
-            }
-            #expect(result.terminationStatus == .exited(0))
-        }
-        let database = try DoseTapDatabase(directory: cli.dataDirectory)
-        let events = try DoseRepository(database: database).allEvents()
-        #expect(events.count == 1)
-        #expect(events.first?.source == .button)
-        if case .dose1 = events.first?.kind {} else { Issue.record("expected Dose 1, got \(String(describing: events.first))") }
-        #expect(try BatterySampleRepository(database: database).latestLevels()["button:bedside"]?.level == 64)
-    }
+    // The agent itself with iTags (press → Dose 1, a stranger's tag never connected, battery, link loss) is the
+    // scenario hw-fixtures/bluez/itag-press-link-loss.json, played by BlueZScenarioTests.
 
     @Test("button test: connects to an added iTag and prints its gestures without acting; drops the link it made")
     func buttonTest() async throws {
