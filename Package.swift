@@ -125,7 +125,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DoseTapStoreTests",
-            dependencies: ["DoseTapStore", "DoseTapTesting"],
+            dependencies: ["DoseTapStore", "DoseTapTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -10,7 +10,7 @@ import UnixSignals
 public struct SystemClock: WallClock {
     public init() {}
     public func now() -> Date { Date() }
-    public var timeZone: TimeZone { TimeZone.current }
+    public var timeZone: TimeZone { SystemTimeZone.current }
 }
 
 /// `dosetap agent`: wires the adapters to the core and runs until SIGTERM.

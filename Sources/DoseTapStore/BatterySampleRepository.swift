@@ -1,6 +1,6 @@
 import DoseTapCore
 import Foundation
-import GRDB
+internal import GRDB
 
 /// The battery history, bounded to the last `retention` (seven days by default).
 public struct BatterySampleRepository: BatteryHistoryStore {
@@ -14,7 +14,7 @@ public struct BatterySampleRepository: BatteryHistoryStore {
 
     /// Appends a sample and drops the ones older than the retention, in one transaction.
     public func append(_ sample: BatterySample) throws {
-        try database.writer.write { db in
+        try database.write { db in
             try db.execute(
                 sql: """
                     INSERT INTO battery_sample (at, level, energy_wh, energy_full_wh, rate_w, on_ac, status)
@@ -28,23 +28,26 @@ public struct BatterySampleRepository: BatteryHistoryStore {
     }
 
     public func samples(since: Date) throws -> [BatterySample] {
-        try database.writer.read { db in
+        try database.read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT at, level, energy_wh, energy_full_wh, rate_w, on_ac, status FROM battery_sample WHERE at >= ? AND source = 'system' ORDER BY at, id",
                 arguments: [since.timeIntervalSince1970]
-            ).map { row in
-                BatterySample(at: Date(timeIntervalSince1970: row["at"]), level: row["level"],
-                              energyWh: row["energy_wh"], energyFullWh: row["energy_full_wh"],
-                              rateW: row["rate_w"], onAC: row["on_ac"],
-                              status: SupplyStatus(rawValue: row["status"]) ?? .unknown)
+            ).compactMap { row -> BatterySample? in
+                // Checked types: a sample written by hand as text or a blob is skipped, never a trap.
+                guard let at = Self.number(row["at"]), let level = Self.number(row["level"]),
+                      let onAC = Bool.fromDatabaseValue(row["on_ac"]) else { return nil }
+                return BatterySample(at: Date(timeIntervalSince1970: at), level: level,
+                                     energyWh: Self.number(row["energy_wh"]), energyFullWh: Self.number(row["energy_full_wh"]),
+                                     rateW: Self.number(row["rate_w"]), onAC: onAC,
+                                     status: String.fromDatabaseValue(row["status"]).flatMap(SupplyStatus.init(rawValue:)) ?? .unknown)
             }
         }
     }
 
     /// A battery level of another power source (a button: "button:<name>"), for the low-battery alerts.
     public func appendLevel(source: String, level: Double, at: Date) throws {
-        try database.writer.write { db in
+        try database.write { db in
             try db.execute(sql: "INSERT INTO battery_sample (at, level, on_ac, status, source) VALUES (?, ?, 0, 'discharging', ?)",
                            arguments: [at.timeIntervalSince1970, level, source])
             try db.execute(sql: "DELETE FROM battery_sample WHERE at < ?", arguments: [at.addingTimeInterval(-retention).timeIntervalSince1970])
@@ -53,16 +56,27 @@ public struct BatterySampleRepository: BatteryHistoryStore {
 
     /// The latest level of each non-system power source.
     public func latestLevels() throws -> [String: (level: Double, at: Date)] {
-        try database.writer.read { db in
+        try database.read { db in
             var out: [String: (level: Double, at: Date)] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT source, level, MAX(at) AS at FROM battery_sample WHERE source != 'system' GROUP BY source") {
-                out[row["source"]] = (row["level"], Date(timeIntervalSince1970: row["at"]))
+                guard let source = String.fromDatabaseValue(row["source"]), let level = Self.number(row["level"]),
+                      let at = Self.number(row["at"]) else { continue }
+                out[source] = (level, Date(timeIntervalSince1970: at))
             }
             return out
         }
     }
 
     public func count() throws -> Int {
-        try database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM battery_sample") ?? 0 }
+        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM battery_sample") ?? 0 }
+    }
+
+    /// A finite number stored as REAL or INTEGER; nil for NULL, text, a blob or NaN.
+    static func number(_ value: DatabaseValue) -> Double? {
+        switch value.storage {
+        case .double(let d): d.isFinite ? d : nil
+        case .int64(let i): Double(i)
+        default: nil
+        }
     }
 }

@@ -1,6 +1,6 @@
 import DoseTapCore
 import Foundation
-import GRDB
+internal import GRDB
 
 /// The buttons the person added (the allowlist), with their mappings and bindkeys.
 public struct ButtonRepository: Sendable {
@@ -11,7 +11,7 @@ public struct ButtonRepository: Sendable {
     }
 
     public func all() throws -> [ButtonConfig] {
-        try database.writer.read { db in
+        try database.read { db in
             try Row.fetchAll(db, sql: "SELECT address, kind, name, bindkey, mapping FROM button ORDER BY added_at, address").compactMap { row in
                 guard let kind = ButtonKind(rawValue: row["kind"]),
                       let mapping = try? JSONDecoder().decode(ButtonMapping.self, from: Data((row["mapping"] as String).utf8)),
@@ -30,7 +30,7 @@ public struct ButtonRepository: Sendable {
     /// Adds or replaces a button.
     public func save(_ button: ButtonConfig, now: Date = Date()) throws {
         let mapping = String(decoding: try JSONEncoder().encode(button.mapping), as: UTF8.self)
-        try database.writer.write { db in
+        try database.write { db in
             try db.execute(sql: """
                 INSERT INTO button (address, kind, name, bindkey, mapping, added_at) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(address) DO UPDATE SET kind = excluded.kind, name = excluded.name, bindkey = excluded.bindkey,
@@ -43,7 +43,7 @@ public struct ButtonRepository: Sendable {
     @discardableResult
     public func remove(address: String) throws -> Bool {
         guard let normalized = ButtonConfig.normalize(address: address) else { return false }
-        return try database.writer.write { db in
+        return try database.write { db in
             try db.execute(sql: "DELETE FROM button WHERE address = ?", arguments: [normalized])
             return db.changesCount > 0
         }

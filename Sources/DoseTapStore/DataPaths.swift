@@ -21,8 +21,9 @@ public struct DataPaths: Sendable, Equatable {
         let home = nonEmpty(environment["HOME"]) ?? NSHomeDirectory()
         let data: String
         if let d = nonEmpty(dataDirectory) {
-            data = d
-        } else if let d = nonEmpty(environment["DOSETAP_DATA_DIR"]) {
+            // --data-dir may be relative to the working directory; messages show where it really is.
+            data = d.hasPrefix("/") ? d : FileManager.default.currentDirectoryPath + "/" + d
+        } else if let d = nonEmpty(environment["DOSETAP_DATA_DIR"]), d.hasPrefix("/") {
             data = d
         } else if let x = nonEmpty(environment["XDG_DATA_HOME"]), x.hasPrefix("/") {
             data = x + "/dosetap"
@@ -39,6 +40,17 @@ public struct DataPaths: Sendable, Equatable {
         }
         return DataPaths(dataDirectory: URL(fileURLWithPath: data, isDirectory: true),
                          configFile: URL(fileURLWithPath: config))
+    }
+
+    /// What is wrong with the environment's paths, in one sentence, or nil. `DOSETAP_DATA_DIR` must be
+    /// absolute, as the XDG variables must: a relative one would put the dose history wherever the
+    /// command happens to run (a systemd unit runs in `/`).
+    public static func problem(dataDirectory: String? = nil,
+                               environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if nonEmpty(dataDirectory) == nil, let d = nonEmpty(environment["DOSETAP_DATA_DIR"]), !d.hasPrefix("/") {
+            return "DOSETAP_DATA_DIR must be an absolute path (got '\(d)'); use --data-dir for a path relative to here"
+        }
+        return nil
     }
 
     private static func nonEmpty(_ s: String?) -> String? {

@@ -1,6 +1,9 @@
 import DoseTapCore
 import Foundation
-import GRDB
+internal import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A one-line, human-readable storage failure.
 public struct StoreError: Error, CustomStringConvertible {
@@ -10,39 +13,233 @@ public struct StoreError: Error, CustomStringConvertible {
 
 /// The SQLite file: the single source of truth and the meeting point of the CLI and the agent.
 /// WAL mode lets them read and write side by side; every schema change is a versioned migration.
+///
+/// Two ways in:
+/// - `init(directory:)` for commands that write: creates the folder and the file if needed and
+///   migrates, holding an exclusive `flock` on the data folder while it does (20 first commands racing
+///   on a fresh folder migrate once, the others wait and find the schema done).
+/// - `openForReading(directory:)` for commands that only read (`dose status`, `export csv`,
+///   `battery`): a read-only connection that never takes a write lock, so it works on a read-only
+///   file or folder and never waits for a writer (WAL readers see the last commit).
 public final class DoseTapDatabase: Sendable {
-    public let writer: DatabasePool
+    let writer: DatabasePool
     public let path: String
+    public let isReadOnly: Bool
 
     /// Opens (creating if needed) the database in `directory` and brings its schema up to date.
     public init(directory: URL) throws {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw StoreError("cannot create data directory \(directory.path): \(error.localizedDescription)")
-        }
+        let folder = directory.path
+        try Self.checkFolder(folder, create: true)
         path = directory.appendingPathComponent("dosetap.sqlite").path
-        var config = Configuration()
-        config.busyMode = .timeout(5)
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA foreign_keys = ON")
-            // The dose log must survive a power cut right after a confirmation: fsync on every commit.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
+        isReadOnly = false
+        let lock = try Self.lockFolder(folder)
+        defer { close(lock) }
         do {
-            writer = try DatabasePool(path: path, configuration: config)
-            try Self.migrator.migrate(writer)
+            writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: false))
+            // Migrating takes the write lock: only when something is to do, so opening never waits for
+            // another process's transaction.
+            if try !writer.read({ db in try Self.migrator.hasCompletedMigrations(db) }) {
+                try Self.migrator.migrate(writer)
+            }
         } catch let error as DatabaseError {
-            throw StoreError("cannot open \(path): \(error.message ?? error.description)")
+            throw Self.explain(error, path: path, action: "open")
+        }
+    }
+
+    private init(readingAt path: String) throws {
+        self.path = path
+        isReadOnly = true
+        do {
+            writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: true))
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "open", reading: true)
         }
     }
 
     /// Opens the database only if it already exists (read paths of the CLI must not create files).
+    /// A data folder that is a file, or that cannot be searched, is an error, never "no data".
     public static func openIfPresent(directory: URL) throws -> DoseTapDatabase? {
         let file = directory.appendingPathComponent("dosetap.sqlite").path
-        guard FileManager.default.fileExists(atPath: file) else { return nil }
+        guard try exists(folder: directory.path, file: file) else { return nil }
         return try DoseTapDatabase(directory: directory)
+    }
+
+    /// A read-only connection for commands that only read; nil when there is no database yet.
+    /// A database written by an older version (migrations pending) is upgraded first, which needs
+    /// write access; without it the error says so.
+    public static func openForReading(directory: URL) throws -> DoseTapDatabase? {
+        let file = directory.appendingPathComponent("dosetap.sqlite").path
+        guard try exists(folder: directory.path, file: file) else { return nil }
+        let reader = try DoseTapDatabase(readingAt: file)
+        let complete: Bool
+        do {
+            complete = try reader.writer.read { db in try migrator.hasCompletedMigrations(db) }
+        } catch let error as DatabaseError {
+            throw explain(error, path: file, action: "read", reading: true)
+        }
+        if complete { return reader }
+        do {
+            _ = try DoseTapDatabase(directory: directory)
+        } catch {
+            throw StoreError("\(file) was written by an older version and must be upgraded, which needs write access: \(error)")
+        }
+        return try DoseTapDatabase(readingAt: file)
+    }
+
+    static func configuration(readOnly: Bool) -> Configuration {
+        var config = Configuration()
+        config.readonly = readOnly
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+            // The dose log must survive a power cut right after a confirmation: fsync on every commit.
+            if !db.configuration.readonly {
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+        }
+        return config
+    }
+
+    // MARK: - Reads and writes with plain-sentence errors
+
+    /// A read; SQLite's errors become one sentence naming the file and the cause.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try writer.read(body)
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "read", reading: true)
+        }
+    }
+
+    /// A write in one transaction; SQLite's errors become one sentence naming the file and the cause.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
+        do {
+            return try writer.write(body)
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "write")
+        }
+    }
+
+    /// A write that manages its own transaction (`BEGIN IMMEDIATE` for the dose policy).
+    func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
+        do {
+            return try writer.writeWithoutTransaction(body)
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "write")
+        }
+    }
+
+    /// SQLite's terse codes ("disk I/O error", "database or disk is full") as one plain sentence.
+    static func explain(_ error: DatabaseError, path: String, action: String, reading: Bool = false) -> StoreError {
+        let folder = (path as NSString).deletingLastPathComponent
+        let nothing = reading ? "" : " (nothing was recorded)"
+        switch error.resultCode {
+        case .SQLITE_FULL:
+            return StoreError("cannot \(action) \(path): the disk is full; free some space and try again\(nothing)")
+        case .SQLITE_IOERR:
+            if freeBytes(folder).map({ $0 < 1 << 20 }) ?? false {
+                return StoreError("cannot \(action) \(path): the disk is full; free some space and try again\(nothing)")
+            }
+            return StoreError("cannot \(action) \(path): the disk reported an input/output error (see `dmesg`)\(nothing)")
+        case .SQLITE_READONLY:
+            return StoreError("cannot \(action) \(path): the database is read-only (check the permissions of the file and of \(folder))")
+        case .SQLITE_CANTOPEN:
+            return StoreError("cannot open \(path): \(Self.accessProblem(folder: folder, file: path))")
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return StoreError("cannot \(action) \(path): another process kept the database locked for 5 s; try again")
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return StoreError("cannot \(action) \(path): the file is damaged or is not a DoseTap database")
+        case .SQLITE_PERM, .SQLITE_AUTH:
+            return StoreError("cannot \(action) \(path): permission denied")
+        default:
+            let message = error.message ?? error.description
+            return StoreError("cannot \(action) \(path): \(message)")
+        }
+    }
+
+    static func accessProblem(folder: String, file: String) -> String {
+        var s = stat()
+        if stat(file, &s) != 0 { return String(cString: strerror(errno)) }
+        if access(file, R_OK) != 0 { return "permission denied" }
+        if access(folder, W_OK) != 0 { return "the folder \(folder) is read-only and the database's -wal/-shm files are missing" }
+        return "the file cannot be opened"
+    }
+
+    static func freeBytes(_ folder: String) -> UInt64? {
+        var info = statvfs()
+        guard statvfs(folder, &info) == 0 else { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+
+    // MARK: - The data folder
+
+    /// True when `file` exists in `folder`; an error when `folder` is not a folder or cannot be read.
+    static func exists(folder: String, file: String) throws -> Bool {
+        var s = stat()
+        if stat(folder, &s) != 0 {
+            let code = errno
+            if code == ENOENT { return false }
+            if code == ENOTDIR { throw StoreError("data directory \(folder) is not a folder: part of its path is a file") }
+            throw StoreError("cannot read data directory \(folder): \(String(cString: strerror(code)))")
+        }
+        guard s.st_mode & S_IFMT == S_IFDIR else {
+            throw StoreError("data directory \(folder) is not a folder (it is a file); choose another with --data-dir or DOSETAP_DATA_DIR")
+        }
+        if stat(file, &s) != 0 {
+            let code = errno
+            if code == ENOENT { return false }
+            throw StoreError("cannot read \(file): \(String(cString: strerror(code)))")
+        }
+        guard s.st_mode & S_IFMT == S_IFREG else {
+            throw StoreError("\(file) is not a regular file; move it away to let DoseTap create its database")
+        }
+        return true
+    }
+
+    /// Creates the folder (and its parents, mode 0700) when asked; a file in its place is an error.
+    static func checkFolder(_ folder: String, create: Bool) throws {
+        var s = stat()
+        if stat(folder, &s) == 0 {
+            guard s.st_mode & S_IFMT == S_IFDIR else {
+                throw StoreError("data directory \(folder) is not a folder (it is a file); choose another with --data-dir or DOSETAP_DATA_DIR")
+            }
+            return
+        }
+        guard create, errno == ENOENT else {
+            let code = errno
+            if code == ENOTDIR { throw StoreError("data directory \(folder) is not a folder: part of its path is a file") }
+            throw StoreError("cannot use data directory \(folder): \(String(cString: strerror(code)))")
+        }
+        var built = folder.hasPrefix("/") ? "" : "."
+        for part in folder.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o700) != 0, errno != EEXIST {
+                let code = errno
+                let cause = code == ENOSPC ? "the disk is full" : String(cString: strerror(code))
+                throw StoreError("cannot create data directory \(folder): \(cause) (at \(built))")
+            }
+        }
+        guard stat(folder, &s) == 0, s.st_mode & S_IFMT == S_IFDIR else {
+            throw StoreError("cannot create data directory \(folder): part of its path is a file")
+        }
+    }
+
+    /// An exclusive `flock` on the data folder itself (no lock file to leave behind), held while the
+    /// database is opened and migrated.
+    static func lockFolder(_ folder: String) throws -> Int32 {
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw StoreError("cannot open data directory \(folder): \(String(cString: strerror(errno)))")
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            let code = errno
+            close(fd)
+            throw StoreError("cannot lock data directory \(folder): \(String(cString: strerror(code)))")
+        }
+        return fd
     }
 
     static var migrator: DatabaseMigrator {
@@ -99,16 +296,33 @@ public final class DoseTapDatabase: Sendable {
                 ALTER TABLE battery_sample ADD COLUMN source TEXT NOT NULL DEFAULT 'system';
                 """)
         }
+        // v4: `INSERT OR REPLACE` refused; unreadable entries the person chose to set aside
+        // (`dosetap data unreadable --ignore SEQ`: the row stays, the policy stops counting it).
+        migrator.registerMigration("v4-append-only-replace") { db in
+            // `INSERT OR REPLACE` deletes the row it collides with, and SQLite fires no DELETE trigger
+            // for that unless recursive_triggers is on: an insert that would collide is refused before
+            // the conflict resolution runs, whatever the connection's settings.
+            try db.execute(sql: """
+                CREATE TRIGGER dose_event_append_only_replace BEFORE INSERT ON dose_event
+                WHEN EXISTS (SELECT 1 FROM dose_event WHERE id = NEW.id OR seq = NEW.seq)
+                BEGIN SELECT RAISE(ABORT, 'the dose log is append-only'); END;
+                CREATE TABLE dose_event_ignored (
+                    seq INTEGER PRIMARY KEY,
+                    ignored_at REAL NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 
     /// Deletes everything the person asked to forget: dose history, settings, battery samples.
     /// The dose log's append-only guard is lifted for this one transaction only.
     public func clearAll() throws {
-        try writer.write { db in
+        try write { db in
             try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('clearing', '1')")
             try db.execute(sql: "DELETE FROM dose_event")
             try db.execute(sql: "DELETE FROM reminder_fired")
+            try db.execute(sql: "DELETE FROM dose_event_ignored")
             try db.execute(sql: "DELETE FROM battery_sample")
             try db.execute(sql: "DELETE FROM button")
             try db.execute(sql: "DELETE FROM setting")
@@ -117,7 +331,7 @@ public final class DoseTapDatabase: Sendable {
 
     /// What `clearAll` would delete.
     public func counts() throws -> (doseEvents: Int, settings: Int, samples: Int) {
-        try writer.read { db in
+        try read { db in
             (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dose_event") ?? 0,
              try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM setting") ?? 0,
              try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM battery_sample") ?? 0)
@@ -126,11 +340,11 @@ public final class DoseTapDatabase: Sendable {
 
     /// "wal" for a healthy database.
     public func journalMode() throws -> String {
-        try writer.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+        try read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
     }
 
     /// The applied migrations, oldest first.
     public func appliedMigrations() throws -> [String] {
-        try writer.read { db in try Self.migrator.appliedMigrations(db) }
+        try read { db in try Self.migrator.appliedMigrations(db) }
     }
 }

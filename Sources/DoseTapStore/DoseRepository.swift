@@ -1,6 +1,6 @@
 import DoseTapCore
 import Foundation
-import GRDB
+internal import GRDB
 
 /// The result of one dose input, decided and (when accepted) committed in one transaction.
 public enum DoseOutcome: Sendable {
@@ -23,11 +23,12 @@ public struct DoseRepository: Sendable {
     static let recentHorizon: TimeInterval = 48 * 3600
 
     public func submit(_ input: DoseInput, now: Date, timeZone: TimeZone) throws -> DoseOutcome {
-        try database.writer.writeWithoutTransaction { db in
+        try database.writeWithoutTransaction { db in
             var outcome: DoseOutcome!
             try db.inTransaction(.immediate) {
                 let settings = try SettingsRepository.load(db)
-                let log = DoseLog(events: try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon)))
+                let (events, unreadable) = try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon))
+                let log = DoseLog(events: events, unreadable: unreadable)
                 switch DosePolicy.decide(input, log: log, now: now, timeZone: timeZone,
                                          targetMinutes: settings.dose2TargetMinutes) {
                 case .refuse(let refusal):
@@ -36,7 +37,7 @@ public struct DoseRepository: Sendable {
                 case .record(let kind, let confirmation):
                     let event = DoseEvent(id: UUID(), kind: kind, at: now, timeZone: timeZone.identifier, source: input.source)
                     try Self.insert(event, db)
-                    let after = DoseLog(events: log.events + [event])
+                    let after = DoseLog(events: log.events + [event], unreadable: log.unreadable)
                     outcome = .recorded(event, confirmation: confirmation, status: after.status(at: now, in: timeZone))
                     return .commit
                 }
@@ -45,34 +46,102 @@ public struct DoseRepository: Sendable {
         }
     }
 
-    /// The night as it stands at `now`.
+    /// The night as it stands at `now`. Unreadable entries in the recent log are an error
+    /// (`UnreadableLog`): showing "idle" over a Dose 1 that cannot be read could lead to a second one.
     public func status(now: Date, timeZone: TimeZone) throws -> NightStatus {
-        try recentLog(now: now).status(at: now, in: timeZone)
+        let log = try recentLog(now: now)
+        guard log.unreadable.isEmpty else { throw UnreadableLog(seqs: log.unreadable) }
+        return log.status(at: now, in: timeZone)
     }
 
+    /// The recent log (the current night and the one before), with its unreadable entries listed.
     public func recentLog(now: Date) throws -> DoseLog {
-        try database.writer.read { db in
-            DoseLog(events: try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon)))
+        try database.read { db in
+            let (events, unreadable) = try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon))
+            return DoseLog(events: events, unreadable: unreadable)
         }
     }
 
-    /// The whole log, in order.
+    /// The whole log, in order, with the `seq` of every entry that could not be read.
+    public func readAll() throws -> (events: [DoseEvent], unreadable: [Int64]) {
+        try database.read { db in try Self.events(db, since: nil) }
+    }
+
+    /// The whole log, in order; unreadable entries are an error (`UnreadableLog`).
     public func allEvents() throws -> [DoseEvent] {
-        try database.writer.read { db in try Self.events(db, since: nil) }
+        let (events, unreadable) = try readAll()
+        guard unreadable.isEmpty else { throw UnreadableLog(seqs: unreadable) }
+        return events
+    }
+
+    /// An unreadable entry as it is stored: its columns as text (for `dosetap data unreadable`).
+    public struct RawEntry: Sendable, Equatable {
+        public var seq: Int64
+        public var columns: [(name: String, value: String)]
+        public var ignored: Bool
+        public static func == (a: RawEntry, b: RawEntry) -> Bool {
+            a.seq == b.seq && a.ignored == b.ignored && a.columns.map(\.name) == b.columns.map(\.name)
+                && a.columns.map(\.value) == b.columns.map(\.value)
+        }
+    }
+
+    /// Every entry that cannot be read, ignored or not, oldest first.
+    public func unreadableEntries() throws -> [RawEntry] {
+        try database.read { db in
+            let ignored = Set(try Int64.fetchAll(db, sql: "SELECT seq FROM dose_event_ignored"))
+            var out: [RawEntry] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, kind, at, time_zone, source, payload, seq FROM dose_event ORDER BY seq")
+            while let row = try rows.next() {
+                guard Self.decode(row) == nil else { continue }
+                let seq = Int64.fromDatabaseValue(row[6] as DatabaseValue) ?? -1
+                let names = ["id", "kind", "at", "time_zone", "source", "payload"]
+                let columns = names.enumerated().map { (i, name) in (name, Self.rawText(row[i] as DatabaseValue)) }
+                out.append(RawEntry(seq: seq, columns: columns, ignored: ignored.contains(seq)))
+            }
+            return out
+        }
+    }
+
+    /// Sets unreadable entries aside: they stay in the log, and the policy stops counting them.
+    /// Only unreadable entries can be set aside (the rest of the log is append-only).
+    public func ignoreUnreadable(_ seqs: [Int64], now: Date) throws {
+        try database.write { db in
+            for seq in seqs {
+                guard let row = try Row.fetchOne(db, sql: "SELECT id, kind, at, time_zone, source, payload, seq FROM dose_event WHERE seq = ?",
+                                                 arguments: [seq]) else {
+                    throw StoreError("no entry \(seq) in the dose log")
+                }
+                guard Self.decode(row) == nil else {
+                    throw StoreError("entry \(seq) of the dose log is readable: only unreadable entries can be set aside (undo a dose with dosetap dose undo)")
+                }
+                try db.execute(sql: "INSERT OR IGNORE INTO dose_event_ignored (seq, ignored_at) VALUES (?, ?)",
+                               arguments: [seq, now.timeIntervalSince1970])
+            }
+        }
+    }
+
+    static func rawText(_ value: DatabaseValue) -> String {
+        switch value.storage {
+        case .null: "NULL"
+        case .int64(let i): String(i)
+        case .double(let d): String(d)
+        case .string(let s): "'\(s)'"
+        case .blob(let data): "x'" + data.prefix(64).map { String(format: "%02x", $0) }.joined() + (data.count > 64 ? "…" : "") + "'"
+        }
     }
 
     public func count() throws -> Int {
-        try database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dose_event") ?? 0 }
+        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dose_event") ?? 0 }
     }
 
     /// The reminders already fired for a night.
     public func firedReminders(session: UUID) throws -> Set<Reminder> {
-        try database.writer.read { db in
+        try database.read { db in
             Set(try Row.fetchAll(db, sql: "SELECT kind, due_at FROM reminder_fired WHERE session_id = ?",
-                                 arguments: [session.uuidString]).compactMap { row in
-                ReminderKind(rawValue: row["kind"]).map {
-                    Reminder(kind: $0, sessionID: session, dueAt: Date(timeIntervalSince1970: row["due_at"]))
-                }
+                                 arguments: [session.uuidString]).compactMap { row -> Reminder? in
+                guard let kind = String.fromDatabaseValue(row["kind"]).flatMap(ReminderKind.init(rawValue:)),
+                      let due = Double.fromDatabaseValue(row["due_at"]), due.isFinite else { return nil }
+                return Reminder(kind: kind, sessionID: session, dueAt: Date(timeIntervalSince1970: due))
             })
         }
     }
@@ -80,7 +149,7 @@ public struct DoseRepository: Sendable {
     /// Remembers that reminders were fired (or made pointless), so a restart never repeats them.
     public func markFired(_ reminders: [Reminder], at now: Date) throws {
         guard !reminders.isEmpty else { return }
-        try database.writer.write { db in
+        try database.write { db in
             for r in reminders {
                 try db.execute(sql: "INSERT OR IGNORE INTO reminder_fired (session_id, kind, due_at, fired_at) VALUES (?, ?, ?, ?)",
                                arguments: [r.sessionID.uuidString, r.kind.rawValue, r.dueAt.timeIntervalSince1970, now.timeIntervalSince1970])
@@ -90,16 +159,18 @@ public struct DoseRepository: Sendable {
 
     /// Inserts events as they are (imports, benchmarks, tests). Each must be new.
     public func append(_ events: [DoseEvent]) throws {
-        try database.writer.write { db in
+        try database.write { db in
             for event in events { try Self.insert(event, db) }
         }
     }
 
-    static func events(_ db: Database, since: Date?) throws -> [DoseEvent] {
-        var sql = "SELECT id, kind, at, time_zone, source, payload FROM dose_event"
+    static func events(_ db: Database, since: Date?) throws -> (events: [DoseEvent], unreadable: [Int64]) {
+        var sql = "SELECT id, kind, at, time_zone, source, payload, seq FROM dose_event"
         var arguments: StatementArguments = []
+        let ignored = Set(try Int64.fetchAll(db, sql: "SELECT seq FROM dose_event_ignored"))
         if let since {
-            // Two index searches (a plain OR would scan the whole log on every decision).
+            // Two index searches (a plain OR would scan the whole log on every decision). A time stored
+            // as text or a blob sorts after every number in SQLite, so such a row is always included.
             sql += """
                  WHERE seq IN (SELECT seq FROM dose_event WHERE at >= ?
                                UNION SELECT seq FROM dose_event WHERE seq >= (SELECT COALESCE(MAX(seq), 0) - 64 FROM dose_event))
@@ -107,17 +178,48 @@ public struct DoseRepository: Sendable {
             arguments = [since.timeIntervalSince1970]
         }
         sql += " ORDER BY seq"
-        return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap(decode)
+        var events: [DoseEvent] = []
+        var unreadable: [Int64] = []
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        while let row = try rows.next() {
+            let seq = Int64.fromDatabaseValue(row[6] as DatabaseValue) ?? -1
+            if let event = decode(row) {
+                events.append(event)
+            } else if !ignored.contains(seq) {
+                unreadable.append(seq)
+            }
+        }
+        return (events, unreadable)
     }
 
+    /// The instants a stored event may have: 2000-01-01 to 2200-01-01 (anything else is garbage).
+    static let plausibleTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
+
+    /// One row, every column checked for its type before it is read (GRDB's typed subscripts trap on a
+    /// text where a number is expected): nil for a row that cannot be read.
     static func decode(_ row: Row) -> DoseEvent? {
         // Columns by position, in the order of the SELECT above.
-        guard let id = UUID(uuidString: row[0]),
-              let source = InputSource(rawValue: row[4]) else { return nil }
-        let text: String = row[5]
-        let payload = text == "{}" ? [:] : (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+        guard case .string(let idText) = (row[0] as DatabaseValue).storage, let id = UUID(uuidString: idText),
+              case .string(let kindText) = (row[1] as DatabaseValue).storage,
+              case .string(let zone) = (row[3] as DatabaseValue).storage,
+              case .string(let sourceText) = (row[4] as DatabaseValue).storage, let source = InputSource(rawValue: sourceText),
+              case .string(let text) = (row[5] as DatabaseValue).storage else { return nil }
+        let seconds: Double
+        switch (row[2] as DatabaseValue).storage {
+        case .double(let d): seconds = d
+        case .int64(let i): seconds = Double(i)
+        default: return nil
+        }
+        guard seconds.isFinite, plausibleTimes.contains(seconds) else { return nil }
+        let payload: [String: Any]
+        if text == "{}" {
+            payload = [:]
+        } else {
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
+            payload = object
+        }
         let kind: DoseEvent.Kind
-        switch row[1] as String {
+        switch kindText {
         case "dose1": kind = .dose1(targetMinutes: payload["targetMinutes"] as? Int ?? DoseRules.defaultTarget)
         case "dose2": kind = .dose2(late: payload["late"] as? Bool ?? false)
         case "snooze": kind = .snooze
@@ -127,7 +229,7 @@ public struct DoseRepository: Sendable {
             kind = .undo(of: target)
         default: return nil
         }
-        return DoseEvent(id: id, kind: kind, at: Date(timeIntervalSince1970: row[2]), timeZone: row[3], source: source)
+        return DoseEvent(id: id, kind: kind, at: Date(timeIntervalSince1970: seconds), timeZone: zone, source: source)
     }
 
     static func insert(_ event: DoseEvent, _ db: Database) throws {
@@ -155,19 +257,19 @@ public struct SettingsRepository: Sendable {
     }
 
     public func load() throws -> UserSettings {
-        try database.writer.read { db in try Self.load(db) }
+        try database.read { db in try Self.load(db) }
     }
 
     public func save(_ settings: UserSettings) throws {
         let data = try JSONEncoder().encode(settings)
-        try database.writer.write { db in
+        try database.write { db in
             try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('user', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                            arguments: [String(decoding: data, as: UTF8.self)])
         }
     }
 
     public func loadFeedback() throws -> FeedbackSettings {
-        try database.writer.read { db in
+        try database.read { db in
             guard let text = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'feedback'") else { return FeedbackSettings() }
             return (try? JSONDecoder().decode(FeedbackSettings.self, from: Data(text.utf8))) ?? FeedbackSettings()
         }
@@ -175,7 +277,7 @@ public struct SettingsRepository: Sendable {
 
     public func saveFeedback(_ settings: FeedbackSettings) throws {
         let data = try JSONEncoder().encode(settings)
-        try database.writer.write { db in
+        try database.write { db in
             try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('feedback', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                            arguments: [String(decoding: data, as: UTF8.self)])
         }
@@ -183,6 +285,6 @@ public struct SettingsRepository: Sendable {
 
     static func load(_ db: Database) throws -> UserSettings {
         guard let text = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'user'") else { return .defaults }
-        return (try? JSONDecoder().decode(UserSettings.self, from: Data(text.utf8))) ?? .defaults
+        return ((try? JSONDecoder().decode(UserSettings.self, from: Data(text.utf8))) ?? .defaults).repaired()
     }
 }

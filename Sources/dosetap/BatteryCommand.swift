@@ -32,14 +32,14 @@ struct BatteryCommand: ParsableCommand {
         let status: BatteryStatus
         do {
             let source = try UdevPowerSupplySource()
-            let history = try DoseTapDatabase.openIfPresent(directory: location.paths.dataDirectory)
+            let history = try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory)
                 .map { BatterySampleRepository(database: $0) }
             status = try BatteryStatus.read(source: source, history: history, now: now)
         } catch {
             throw CLIError("\(error)")
         }
         if let alarmTime {
-            let at = alarmTime.nextOccurrence(after: now, in: .current)
+            let at = alarmTime.nextOccurrence(after: now, in: SystemTimeZone.current)
             let forecast = BatteryForecast.make(state: status.state, drain: status.drain, at: at, now: now)
             json ? printLine(forecastJSON(forecast, status: status).text) : printForecast(forecast, status: status)
         } else {

@@ -6,7 +6,7 @@ struct DataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "data",
         abstract: "Manage the stored data.",
-        subcommands: [Clear.self]
+        subcommands: [Clear.self, Unreadable.self]
     )
 
     struct Clear: ParsableCommand {
@@ -33,14 +33,59 @@ struct DataCommand: ParsableCommand {
             if let confirm {
                 answer = confirm
             } else {
-                FileHandle.standardOutput.write(Data("Type DELETE to confirm: ".utf8))
-                answer = readLine()?.trimmingCharacters(in: .whitespaces) ?? ""
+                StandardOutput.write("Type DELETE to confirm: ")
+                switch StandardInput.line() {
+                case .text(let text): answer = text
+                case .endOfInput: printLine(""); answer = ""
+                case .invalid: printLine(""); answer = ""
+                }
             }
             guard answer == "DELETE" else {
                 throw CLIError("aborted: nothing deleted")
             }
             do { try db.clearAll() } catch { throw CLIError("could not delete: \(error)") }
+            StandardOutput.markCommitted("deleted")
             printLine("Deleted.")
+        }
+    }
+
+    struct Unreadable: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the entries of the dose log that cannot be read; set them aside with --ignore.",
+            discussion: "While the log holds an entry that cannot be read (written by hand, a damaged disk), no dose is recorded and dose status refuses to guess: the entry could be tonight's Dose 1. Look at it, then set it aside with --ignore SEQ (it stays in the file; the rules stop counting it).")
+
+        @Option(name: .customLong("ignore"), help: "Set this entry aside (repeat for several).")
+        var ignore: [Int64] = []
+
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            if ignore.isEmpty {
+                guard let db = try openReading() else {
+                    printLine("No data in \(location.paths.dataDirectory.path).")
+                    return
+                }
+                let entries: [DoseRepository.RawEntry]
+                do { entries = try DoseRepository(database: db).unreadableEntries() } catch { throw CLIError("\(error)") }
+                if entries.isEmpty {
+                    printLine("Every entry of the dose log can be read.")
+                    return
+                }
+                for entry in entries {
+                    let columns = entry.columns.map { "\($0.name)=\(oneLine(String($0.value.prefix(120))))" }.joined(separator: " ")
+                    printLine("seq \(entry.seq)\(entry.ignored ? " (set aside)" : ""): \(columns)")
+                }
+                return
+            }
+            let repo: DoseRepository
+            do { repo = DoseRepository(database: try DoseTapDatabase(directory: location.paths.dataDirectory)) } catch { throw CLIError("\(error)") }
+            do { try repo.ignoreUnreadable(ignore, now: Date()) } catch { throw CLIError("\(error)") }
+            StandardOutput.markCommitted("set aside")
+            printLine("Set aside: \(ignore.map(String.init).joined(separator: ", ")). The entries stay in the file.")
+        }
+
+        func openReading() throws -> DoseTapDatabase? {
+            do { return try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) } catch { throw CLIError("\(error)") }
         }
     }
 }

@@ -30,7 +30,7 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, j
                 extra: (DoseEvent) -> (text: String?, json: JSON?) = { _ in (nil, nil) }) throws {
     let repo = try openDoseStore(location)
     let now = Date()
-    let zone = TimeZone.current
+    let zone = SystemTimeZone.current
     let outcome: DoseOutcome
     do {
         outcome = try repo.submit(DoseInput(command: command, source: .cli, issuedAt: now), now: now, timeZone: zone)
@@ -39,6 +39,7 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, j
     }
     switch outcome {
     case .recorded(let event, let confirmation, let status):
+        StandardOutput.markCommitted("recorded (\(confirmation.prefix(while: { $0 != "." })))")
         let more = extra(event)
         if json {
             printLine(JSON.object([
@@ -60,7 +61,7 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, j
                 ("status", statusJSON(status)),
             ]).text)
         } else {
-            FileHandle.standardError.write(Data("dosetap: \(refusal.message)\n".utf8))
+            StandardOutput.error("dosetap: \(refusal.message)\n")
         }
         throw ExitCode(refusedExitCode)
     }
@@ -168,10 +169,14 @@ extension DoseCommand {
             if !yes {
                 // Ask only when a skip is possible; otherwise the refusal says why.
                 let repo = try openDoseStore(location)
-                let phase = (try? repo.status(now: Date(), timeZone: .current).phase) ?? .idle
+                let phase = (try? repo.status(now: Date(), timeZone: SystemTimeZone.current).phase) ?? .idle
                 if [.waiting, .open, .nearClose, .closed].contains(phase) {
-                    FileHandle.standardOutput.write(Data("Skip Dose 2? [y/N] ".utf8))
-                    let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+                    StandardOutput.write("Skip Dose 2? [y/N] ")
+                    let answer: String
+                    switch StandardInput.line() {
+                    case .text(let text): answer = text.lowercased()
+                    case .endOfInput, .invalid: answer = ""
+                    }
                     guard answer == "y" || answer == "yes" else {
                         if answer.isEmpty { printLine("") }
                         throw CLIError("not skipped")
@@ -205,10 +210,10 @@ extension DoseCommand {
 
         func run() throws {
             let now = Date()
-            let zone = TimeZone.current
+            let zone = SystemTimeZone.current
             let status: NightStatus
             do {
-                if let db = try DoseTapDatabase.openIfPresent(directory: location.paths.dataDirectory) {
+                if let db = try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) {
                     status = try DoseRepository(database: db).status(now: now, timeZone: zone)
                 } else {
                     status = DoseLog(events: []).status(at: now, in: zone)
@@ -244,7 +249,7 @@ extension DoseCommand {
 /// When dose 1 is taken on battery: will the battery last until the reminder?
 func batteryAtReminder(_ reminder: Date, location: LocationOptions) -> (text: String?, json: JSON?) {
     guard let source = try? UdevPowerSupplySource() else { return (nil, nil) }
-    let history = (try? DoseTapDatabase.openIfPresent(directory: location.paths.dataDirectory))
+    let history = (try? DoseTapDatabase.openForReading(directory: location.paths.dataDirectory))
         .flatMap { $0 }.map { BatterySampleRepository(database: $0) }
     guard let status = try? BatteryStatus.read(source: source, history: history, now: Date()),
           status.state.present, !status.state.onAC else { return (nil, nil) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DoseTapCore
 import DoseTapStore
+import DoseTapLinux
 import Foundation
 
 @main
@@ -13,6 +14,10 @@ struct DoseTapCLI: AsyncParsableCommand {
 
     /// Runs the command; every error is one line on stderr and a non-zero exit, never a stack trace.
     static func main() async {
+        // A reader that goes away (`dosetap … | head -1`) is an output error to report, not a signal
+        // that kills the process after a dose was recorded.
+        signal(SIGPIPE, SIG_IGN)
+        var status: Int32 = 0
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -22,14 +27,30 @@ struct DoseTapCLI: AsyncParsableCommand {
             }
         } catch let exit as ExitCode {
             // The command already said why (a refused dose prints its reason, then exits 2).
-            Foundation.exit(exit.rawValue)
+            status = exit.rawValue
         } catch {
             let code = exitCode(for: error)
-            if code == .success { exit(withError: error) }
-            let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "failed"
-            FileHandle.standardError.write(Data("dosetap: \(message)\n".utf8))
-            Foundation.exit(code.rawValue == 0 ? 1 : code.rawValue)
+            if code == .success {
+                // --help, --version: ArgumentParser's text, through our writer.
+                StandardOutput.write(fullMessage(for: error) + "\n")
+            } else {
+                let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "failed"
+                StandardOutput.error("dosetap: \(oneLine(message))\n")
+                status = code.rawValue == 0 ? 1 : code.rawValue
+            }
         }
+        let (failure, committed) = StandardOutput.outcome
+        if let failure {
+            let cause = strerrorText(failure)
+            if let committed {
+                // Done: a retrying script must not be told that it failed.
+                StandardOutput.error("dosetap: \(committed), but standard output could not be written (\(cause))\n")
+            } else {
+                StandardOutput.error("dosetap: standard output could not be written (\(cause))\n")
+                if status == 0 { status = 1 }
+            }
+        }
+        Foundation.exit(status)
     }
 }
 
@@ -42,6 +63,10 @@ struct LocationOptions: ParsableArguments {
     var config: String?
 
     var paths: DataPaths { DataPaths.resolve(dataDirectory: dataDir, configFile: config) }
+
+    func validate() throws {
+        if let problem = DataPaths.problem(dataDirectory: dataDir) { throw CLIError(problem) }
+    }
 }
 
 /// A failure with a one-line reason.
@@ -51,19 +76,35 @@ struct CLIError: Error, CustomStringConvertible {
 }
 
 func printLine(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    StandardOutput.write(text + "\n")
+}
+
+/// An error message on one line: control characters (a newline from a file name, an escape sequence)
+/// shown escaped.
+func oneLine(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+        switch scalar.value {
+        case 0x0A: out += "\\n"
+        case 0x0D: out += "\\r"
+        case 0x09: out += "\\t"
+        case 0..<0x20, 0x7F, 0x80..<0xA0: out += String(format: "\\x%02x", scalar.value)
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
 }
 
 extension Date {
     /// RFC 3339 with the local offset, e.g. 2026-11-22T06:30:00-05:00.
-    func rfc3339(in timeZone: TimeZone = .current) -> String {
+    func rfc3339(in timeZone: TimeZone = SystemTimeZone.current) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = timeZone
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.string(from: self)
     }
 
-    func localClock(in timeZone: TimeZone = .current) -> String {
+    func localClock(in timeZone: TimeZone = SystemTimeZone.current) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = timeZone

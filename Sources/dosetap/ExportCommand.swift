@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapCore
+import DoseTapLinux
 import DoseTapStore
 import Foundation
 
@@ -24,8 +25,11 @@ struct ExportCommand: ParsableCommand {
         @Option(help: "Last night to include (YYYY-MM-DD).")
         var to: String?
 
-        @Option(help: "Write to this file instead of standard output.")
+        @Option(help: "Write to this file instead of standard output (a new file is created with mode 0600; never the database, a link or a device).")
         var output: String?
+
+        @Flag(help: "With --output: replace an existing regular file (its mode is kept).")
+        var force = false
 
         @OptionGroup var location: LocationOptions
 
@@ -57,24 +61,36 @@ struct ExportCommand: ParsableCommand {
 
         func run() throws {
             let now = Date()
-            let today = LocalDate.night(of: now, in: .current)
+            let today = LocalDate.night(of: now, in: SystemTimeZone.current)
             let (start, end) = try range(today: today)
             let sessions: [NightSession]
+            var unreadable: [Int64] = []
             do {
-                sessions = try DoseTapDatabase.openIfPresent(directory: location.paths.dataDirectory)
-                    .map { DoseLog(events: try DoseRepository(database: $0).allEvents()).sessions } ?? []
+                if let db = try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) {
+                    let all = try DoseRepository(database: db).readAll()
+                    sessions = DoseLog(events: all.events).sessions
+                    unreadable = all.unreadable
+                } else {
+                    sessions = []
+                }
             } catch {
                 throw CLIError("\(error)")
             }
             let text = CSVExport.document(sessions, from: start, to: end, now: now)
             if let output {
                 do {
-                    try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+                    try SafeFileWriter.write(Array(text.utf8), to: output, replace: force,
+                                             protected: [location.paths.databaseFile.path])
                 } catch {
-                    throw CLIError("cannot write \(output): \(error.localizedDescription)")
+                    throw CLIError("\(error)")
                 }
             } else {
-                FileHandle.standardOutput.write(Data(text.utf8))
+                StandardOutput.write(text)
+            }
+            if !unreadable.isEmpty {
+                // The export is still useful to a doctor; the gap is said, never hidden (exit 0).
+                let shown = unreadable.prefix(10).map(String.init).joined(separator: ", ") + (unreadable.count > 10 ? ", …" : "")
+                StandardOutput.error("dosetap: warning: \(unreadable.count) unreadable entr\(unreadable.count == 1 ? "y" : "ies") of the dose log left out (seq \(shown)); see docs/doses.md\n")
             }
         }
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
 import DoseTapStore
+import DoseTapLinux
 import Foundation
 import Logging
 import Synchronization
@@ -133,6 +134,7 @@ struct FeedbackCommand: ParsableCommand {
             } catch {
                 throw CLIError("could not save: \(error)")
             }
+            StandardOutput.markCommitted("saved")
             printLine("Saved.")
             if haptics == .on && !context.devices.haptics.isSupported {
                 printLine("Haptics: Not supported on this device (no vibration motor found).")
@@ -183,6 +185,7 @@ struct FeedbackCommand: ParsableCommand {
             }
             s.set(e, f)
             do { try context.settings.saveFeedback(s) } catch { throw CLIError("could not save: \(error)") }
+            StandardOutput.markCommitted("saved")
             printLine("Saved.")
             if reminderRunning(for: e) {
                 printLine("Timer is running, changes will apply next time")
@@ -192,10 +195,10 @@ struct FeedbackCommand: ParsableCommand {
         /// Tonight's night is scheduled and this event's reminder has not rung yet.
         func reminderRunning(for event: FeedbackEvent) -> Bool {
             guard let kind = ReminderKind.allCases.first(where: { FeedbackEvent(reminder: $0) == event }),
-                  let db = try? DoseTapDatabase.openIfPresent(directory: location.paths.dataDirectory) else { return false }
+                  let db = try? DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) else { return false }
             let repo = DoseRepository(database: db)
             let now = Date()
-            guard let session = try? repo.status(now: now, timeZone: .current).session, session.isActive(at: now),
+            guard let session = try? repo.status(now: now, timeZone: SystemTimeZone.current).session, session.isActive(at: now),
                   let fired = try? repo.firedReminders(session: session.id) else { return false }
             return ReminderPlanner.reminders(for: session).contains { $0.kind == kind && $0.dueAt > now && !fired.contains($0) }
         }

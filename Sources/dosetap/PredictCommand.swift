@@ -10,13 +10,13 @@ struct PredictCommand: ParsableCommand {
     )
 
     @Option(parsing: .unconditional, help: "Battery level now, in percent (0–100).")
-    var level: Double
+    var level: PlainNumber
 
     @Option(parsing: .unconditional, help: "Drain in percent per hour (≥ 0).")
-    var drain: Double
+    var drain: PlainNumber
 
     @Option(parsing: .unconditional, help: "Hours until the alarm (≥ 0).")
-    var hours: Double
+    var hours: PlainNumber
 
     @Flag(help: "The machine is plugged in.")
     var charging = false
@@ -25,7 +25,7 @@ struct PredictCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let input = RiskInput(level: level, drainPercentPerHour: drain, hours: hours, charging: charging)
+        let input = RiskInput(level: level.value, drainPercentPerHour: drain.value, hours: hours.value, charging: charging)
         let prediction: RiskPrediction
         do {
             prediction = try RiskPredictor.predict(input)

@@ -12,8 +12,8 @@ struct SetupCommand: ParsableCommand {
 
     @Option(help: "Bedtime, HH:MM (default 22:30).") var bedtime: String?
     @Option(help: "Wake time, HH:MM (default 06:30).") var wakeTime: String?
-    @Option(help: "Dose 1 amount in grams.") var dose1Grams: Double?
-    @Option(help: "Dose 2 amount in grams.") var dose2Grams: Double?
+    @Option(help: "Dose 1 amount in grams.") var dose1Grams: PlainNumber?
+    @Option(help: "Dose 2 amount in grams.") var dose2Grams: PlainNumber?
     @Option(help: "Dose 2 reminder, minutes after Dose 1: 165, 180, 195, 210 or 225 (default 165).") var target: Int?
     @Option(help: "Desktop notifications: on or off.") var notifications: OnOff?
     @Option(help: "Quiet mode (mutes sounds, never urgent alerts): on or off.") var quietMode: OnOff?
@@ -57,9 +57,9 @@ struct SetupCommand: ParsableCommand {
         s.wakeTime = try answer("Wake time (HH:MM)", flag: wakeTime, current: s.wakeTime, interactive: interactive) { text in
             try TimeOfDay(parsing: text).description
         }
-        s.dose1Grams = try answer("Dose 1 amount (grams)", flag: dose1Grams.map { String($0) }, current: s.dose1Grams,
+        s.dose1Grams = try answer("Dose 1 amount (grams)", flag: dose1Grams?.description, current: s.dose1Grams,
                                   interactive: interactive, parse: grams)
-        s.dose2Grams = try answer("Dose 2 amount (grams)", flag: dose2Grams.map { String($0) }, current: s.dose2Grams,
+        s.dose2Grams = try answer("Dose 2 amount (grams)", flag: dose2Grams?.description, current: s.dose2Grams,
                                   interactive: interactive, parse: grams)
         s.dose2TargetMinutes = try answer("Dose 2 reminder, minutes after Dose 1 (165/180/195/210/225)",
                                           flag: target.map { String($0) }, current: s.dose2TargetMinutes,
@@ -81,12 +81,13 @@ struct SetupCommand: ParsableCommand {
         } catch {
             throw CLIError("could not save settings: \(error)")
         }
+        StandardOutput.markCommitted("settings saved")
         printLine("Saved.")
         print(settings: s)
     }
 
     func grams(_ text: String) throws -> Double {
-        guard let g = Double(text), g.isFinite, UserSettings.gramsRange.contains(g) else {
+        guard let g = PlainNumber.parse(text), UserSettings.gramsRange.contains(g) else {
             throw CLIError("dose amount must be between 0.25 and 9 grams (got \(text))")
         }
         return g
@@ -108,9 +109,20 @@ struct SetupCommand: ParsableCommand {
         }
         guard interactive else { return current }
         for _ in 0..<3 {
-            FileHandle.standardOutput.write(Data("\(question) [\(display(current))]: ".utf8))
-            guard let line = readLine() else { return current }
-            let text = line.trimmingCharacters(in: .whitespaces)
+            StandardOutput.write("\(question) [\(display(current))]: ")
+            let text: String
+            switch StandardInput.line() {
+            case .text(let line):
+                text = line
+            case .endOfInput:
+                // `setup < /dev/null` is no answer at all: nothing is saved and setup stays to do.
+                printLine("")
+                throw CLIError("standard input ended before setup was answered: nothing saved (answer the questions, or give every answer as a flag: --bedtime, --wake-time, --dose1-grams, --dose2-grams, --target, --notifications, --quiet-mode)")
+            case .invalid:
+                printLine("")
+                printLine("  not an answer (one line of text, at most 256 bytes)")
+                continue
+            }
             if text.isEmpty { return current }
             do { return try parse(text) } catch { printLine("  \(error)") }
         }

@@ -1,5 +1,6 @@
 import DoseTapCore
-import DoseTapStore
+@testable import DoseTapStore
+import GRDB
 import DoseTapTesting
 import Foundation
 import Synchronization

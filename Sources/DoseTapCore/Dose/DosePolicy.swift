@@ -41,6 +41,7 @@ public struct DoseRefusal: Error, Sendable, Equatable, CustomStringConvertible {
         case nothingToUndo = "nothing-to-undo"
         case undoExpired = "undo-expired"
         case notDue = "not-due"
+        case logUnreadable = "log-unreadable"
     }
 
     public var code: Code
@@ -64,6 +65,10 @@ public enum DosePolicy {
             if abs(age) > DoseRules.maximumInputAge {
                 return refuse(.staleInput, "Ignored: the \(input.source == .button ? "press" : "request") is \(Int(abs(age).rounded())) s old; a delayed input never records a dose")
             }
+        }
+        // Fail closed: an entry that cannot be read could be tonight's Dose 1 (or Dose 2).
+        if !log.unreadable.isEmpty {
+            return refuse(.logUnreadable, UnreadableLog(seqs: log.unreadable).description.capitalizedFirst)
         }
         let session = log.currentSession(at: now, in: timeZone)
         let phase = session?.phase(at: now) ?? .idle
@@ -192,4 +197,9 @@ public struct ClockText: Sendable {
         let c = calendar.dateComponents([.hour, .minute, .second], from: date)
         return String(format: "%02d:%02d:%02d", c.hour!, c.minute!, c.second!)
     }
+}
+
+extension String {
+    /// "the dose log…" → "The dose log…".
+    var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
 }

@@ -98,9 +98,14 @@ public struct NightSession: Sendable, Equatable {
 public struct DoseLog: Sendable, Equatable {
     public private(set) var events: [DoseEvent]
     public private(set) var sessions: [NightSession] = []
+    /// Rows of the stored log that could not be read (their `seq`, in log order): an entry whose time,
+    /// id or kind is garbage. The policy records nothing while there are any (one of them could be
+    /// tonight's Dose 1), and every command that shows the log reports them.
+    public private(set) var unreadable: [Int64] = []
 
-    public init(events: [DoseEvent]) {
+    public init(events: [DoseEvent], unreadable: [Int64] = []) {
         self.events = events
+        self.unreadable = unreadable
         var undone = Set<UUID>()
         for event in events {
             if case .undo(let target) = event.kind { undone.insert(target) }
@@ -108,7 +113,10 @@ public struct DoseLog: Sendable, Equatable {
         for event in events where !undone.contains(event.id) {
             switch event.kind {
             case .dose1(let target):
-                sessions.append(NightSession(dose1: event, targetMinutes: target))
+                // A target that is not one of the options (a stored negative one would put the reminder
+                // before Dose 1) is the default.
+                let valid = DoseRules.targetOptions.contains(target) ? target : DoseRules.defaultTarget
+                sessions.append(NightSession(dose1: event, targetMinutes: valid))
             case .dose2:
                 guard var night = sessions.popLast() else { continue }
                 if night.dose2 == nil { night.dose2 = event }
@@ -163,6 +171,18 @@ public struct DoseLog: Sendable, Equatable {
 
     public func status(at now: Date, in timeZone: TimeZone) -> NightStatus {
         NightStatus(session: currentSession(at: now, in: timeZone), now: now, timeZone: timeZone)
+    }
+}
+
+/// A log with unreadable entries: the one sentence every face shows.
+public struct UnreadableLog: Error, Sendable, Equatable, CustomStringConvertible {
+    public var seqs: [Int64]
+    public init(seqs: [Int64]) { self.seqs = seqs }
+
+    public var description: String {
+        let shown = seqs.prefix(10).map(String.init).joined(separator: ", ") + (seqs.count > 10 ? ", …" : "")
+        let entries = seqs.count == 1 ? "1 unreadable entry" : "\(seqs.count) unreadable entries"
+        return "the dose log has \(entries) (seq \(shown)): tonight's state cannot be known and no dose is recorded until it is set aside (see dosetap data unreadable)"
     }
 }
 

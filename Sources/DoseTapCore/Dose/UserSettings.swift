@@ -36,10 +36,28 @@ public struct UserSettings: Sendable, Equatable, Codable {
         public var description: String
     }
 
+    /// Stored settings with every value that is out of its range (written by hand, or by an older
+    /// version) replaced by its default, so a negative reminder target can never reach the schedule.
+    public func repaired() -> UserSettings {
+        var s = self
+        let d = UserSettings.defaults
+        if (try? TimeOfDay(parsing: s.bedtime)) == nil { s.bedtime = d.bedtime }
+        if (try? TimeOfDay(parsing: s.wakeTime)) == nil { s.wakeTime = d.wakeTime }
+        if s.bedtime == s.wakeTime { s.bedtime = d.bedtime; s.wakeTime = d.wakeTime }
+        if !(s.dose1Grams.isFinite && Self.gramsRange.contains(s.dose1Grams)) { s.dose1Grams = d.dose1Grams }
+        if !(s.dose2Grams.isFinite && Self.gramsRange.contains(s.dose2Grams)) { s.dose2Grams = d.dose2Grams }
+        if s.dose1Grams + s.dose2Grams > 9 { s.dose1Grams = d.dose1Grams; s.dose2Grams = d.dose2Grams }
+        if !DoseRules.targetOptions.contains(s.dose2TargetMinutes) { s.dose2TargetMinutes = d.dose2TargetMinutes }
+        return s
+    }
+
     /// Every value checked, with a one-line reason for the first that is wrong.
     public func validated() throws(Invalid) -> UserSettings {
         for (name, text) in [("bedtime", bedtime), ("wake time", wakeTime)] {
             do { _ = try TimeOfDay(parsing: text) } catch { throw Invalid(description: "\(name): \(error)") }
+        }
+        if (try? TimeOfDay(parsing: bedtime)) == (try? TimeOfDay(parsing: wakeTime)) {
+            throw Invalid(description: "bedtime and wake time must differ (both are \(bedtime)): a night needs a start and an end")
         }
         for (name, grams) in [("dose 1", dose1Grams), ("dose 2", dose2Grams)] {
             guard grams.isFinite, Self.gramsRange.contains(grams) else {
