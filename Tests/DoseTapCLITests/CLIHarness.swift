@@ -70,6 +70,23 @@ struct CLI {
         return Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
     }
 
+    /// A bash script in the same private home, with `$DOSETAP` naming the binary: for redirections the
+    /// harness cannot make (`> /dev/full`, a closed stdout, a reader that has gone).
+    func shell(_ script: String, tz: String = "UTC", env: [String: String] = [:]) async throws -> Result {
+        var extra = env
+        extra["DOSETAP"] = CLI.binary
+        let r = try await Subprocess.run(.path("/bin/bash"), arguments: ["-c", script], environment: environment(tz: tz, extra: extra),
+                                         output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+        return Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
+    }
+
+    /// sqlite3 on the database, behind the program's back.
+    func sqlite(_ sql: String) async throws -> String {
+        let r = try await Subprocess.run(.path("/usr/bin/sqlite3"), arguments: [dataDirectory.appendingPathComponent("dosetap.sqlite").path, sql],
+                                         output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+        return r.standardOutput + r.standardError
+    }
+
     /// A dose command at a fake local time in New York (or `tz`).
     func dose(_ args: [String], at local: String, tz: String = "America/New_York", input: String? = nil) async throws -> Result {
         try await run(args, fakeTime: local, tz: tz, input: input)
