@@ -133,7 +133,7 @@ public final class DoseTapDatabase: Sendable {
 
     /// SQLite's terse codes ("disk I/O error", "database or disk is full") as one plain sentence.
     static func explain(_ error: DatabaseError, path: String, action: String, reading: Bool = false) -> StoreError {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
         let nothing = reading ? "" : " (nothing was recorded)"
         switch error.resultCode {
         case .SQLITE_FULL:

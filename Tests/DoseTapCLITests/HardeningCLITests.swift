@@ -63,6 +63,15 @@ struct HardeningCLITests {
         #expect(missing.err == "dosetap: cannot write \(cli.home.path)/no/such/folder/x.csv: the folder \(cli.home.path)/no/such/folder does not exist\n")
     }
 
+    @Test("export --output with a non-ASCII name (Foundation's path methods trap on a lone '２')")
+    func exportNonASCIIName() async throws {
+        let cli = try CLI()
+        let r = try await cli.shell(#"cd "$HOME" && "$DOSETAP" export csv --output ２ && "$DOSETAP" export csv --output ٣/é.csv"#)
+        #expect(r.exitCode == 1)
+        #expect(r.err == "dosetap: cannot write ٣/é.csv: the folder ٣ does not exist\n")
+        #expect(try String(contentsOfFile: cli.home.path + "/２", encoding: .utf8).hasPrefix("Date,"))
+    }
+
     // MARK: 3. output that cannot be written, unreadable rows, unbounded input
 
     @Test("stdout to /dev/full, closed, or a reader that left: one line, no trap; a recorded dose exits 0")

@@ -24,11 +24,10 @@ public enum SafeFileWriter {
     public static func write(_ bytes: [UInt8], to path: String, replace: Bool, protected: [String]) throws(FileWriteError) {
         guard !path.isEmpty else { throw FileWriteError("no output file named") }
         guard !path.utf8.contains(0) else { throw FileWriteError("invalid output file name (it contains a NUL byte)") }
-        let name = (path as NSString).lastPathComponent
+        let (parentText, name) = splitPath(path)
         guard !name.isEmpty, name != ".", name != "..", !path.hasSuffix("/") else {
             throw FileWriteError("cannot write \(path): it names a folder, not a file")
         }
-        let parentText = (path as NSString).deletingLastPathComponent
         let parent = parentText.isEmpty ? "." : parentText
         guard let realParent = realPath(parent) else {
             let code = errno
@@ -130,8 +129,7 @@ public enum SafeFileWriter {
         var names = Set<String>()
         var inodes = Set<FileID>()
         for path in paths {
-            let directory = (path as NSString).deletingLastPathComponent
-            let base = (path as NSString).lastPathComponent
+            let (directory, base) = splitPath(path)
             let resolvedDirectory = realPath(directory.isEmpty ? "." : directory) ?? directory
             for suffix in ["", "-wal", "-shm", "-journal"] {
                 let candidates = [path + suffix, resolvedDirectory + "/" + base + suffix]
@@ -143,6 +141,15 @@ public enum SafeFileWriter {
             }
         }
         return (names, inodes)
+    }
+
+    /// "/a/b/c.csv" → ("/a/b", "c.csv"); "c.csv" → ("", "c.csv"); "/c" → ("/", "c"). By bytes: Foundation's
+    /// `NSString` path methods trap on some non-ASCII names (a lone "２").
+    public static func splitPath(_ path: String) -> (folder: String, name: String) {
+        let bytes = Array(path.utf8)
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
+        let folder = slash == 0 ? "/" : String(decoding: bytes[..<slash], as: UTF8.self)
+        return (folder, String(decoding: bytes[(slash + 1)...], as: UTF8.self))
     }
 
     static func realPath(_ path: String) -> String? {
