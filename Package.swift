@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         // evdev: EVIOC* ioctls as non-variadic C functions (linux-libc-dev headers).
         .target(name: "CLinuxInput"),
+        // timerfd and epoll for the scheduling port (macros Swift cannot import).
+        .target(name: "CLinuxTime"),
 
         // Pure domain: rules, predictions, ports. No I/O, no C modules.
         .target(name: "DoseTapCore", swiftSettings: strict),
@@ -53,7 +55,7 @@ let package = Package(
         .target(
             name: "DoseTapLinux",
             dependencies: [
-                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput",
+                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput", "CLinuxTime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],

@@ -61,9 +61,10 @@ struct TimingNotifier: Notifier {
     }
 }
 
-struct SystemClockNY: WallClock {
+struct SystemClockNY: Scheduling {
     func now() -> Date { Date() }
     var timeZone: TimeZone { TimeZone(identifier: "America/New_York")! }
+    func sleep(until deadline: Date) async -> WakeReason { await TimerFDScheduler.shared.sleep(until: deadline) }
 }
 
 func percentile(_ values: [Double], _ p: Double) -> Double {

@@ -28,7 +28,7 @@ public enum Agent {
             "pid": "\(ProcessInfo.processInfo.processIdentifier)",
         ])
         let monitor = BatteryMonitor(
-            source: source, history: BatterySampleRepository(database: database), clock: SystemClock(),
+            source: source, history: BatterySampleRepository(database: database), clock: TimerFDScheduler.shared,
             configuration: configuration, logger: logger,
             onReady: {
                 logger.info("agent ready")
@@ -48,7 +48,7 @@ public enum Agent {
         let repository = DoseRepository(database: database)
         let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(),
                                         logger: logger)
-        let scheduler = DoseScheduler(repository: repository, clock: SystemClock(), notifier: feedback, logger: logger,
+        let scheduler = DoseScheduler(repository: repository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
                                       databaseChanges: watcher?.changes, onNightScheduled: { feedback.prepare(session: $0.id) })
         logger.info("feedback", metadata: [
             "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",

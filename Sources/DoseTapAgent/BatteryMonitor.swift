@@ -28,7 +28,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
 
     private let source: any PowerSupplySource
     private let history: (any BatteryHistoryStore)?
-    private let clock: any WallClock
+    private let clock: any Scheduling
     private let configuration: ConfigurationHolder
     private let logger: Logger
     private let onReady: @Sendable () -> Void
@@ -38,7 +38,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
     /// Samples closer together than this are not stored (a burst of uevents is one observation).
     private let minimumStoreInterval: TimeInterval = 30
 
-    public init(source: any PowerSupplySource, history: (any BatteryHistoryStore)?, clock: any WallClock,
+    public init(source: any PowerSupplySource, history: (any BatteryHistoryStore)?, clock: any Scheduling,
                 configuration: ConfigurationHolder, logger: Logger,
                 onReady: @escaping @Sendable () -> Void = {},
                 onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in }) {
@@ -87,11 +87,19 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
         func updatePolling(_ needed: Bool) {
             if needed, poller == nil {
                 let seconds = configuration.current.pollSeconds
-                poller = Task {
+                poller = Task { [clock] in
+                    // Through the scheduling port: tests move a fake clock; a wall-clock step re-arms.
+                    var next = clock.now().addingTimeInterval(TimeInterval(seconds))
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: .seconds(seconds))
-                        if Task.isCancelled { break }
-                        continuation.yield(.poll)
+                        switch await clock.sleep(until: next) {
+                        case .due:
+                            continuation.yield(.poll)
+                            next = clock.now().addingTimeInterval(TimeInterval(seconds))
+                        case .clockChanged:
+                            next = clock.now().addingTimeInterval(TimeInterval(seconds))
+                        case .cancelled:
+                            return
+                        }
                     }
                 }
             } else if !needed, let running = poller {

@@ -23,7 +23,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     }
 
     private let repository: DoseRepository
-    private let clock: any WallClock
+    private let clock: any Scheduling
     private let notifier: any Notifier
     private let logger: Logger
     private let startedAt: Date
@@ -32,15 +32,13 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     private let inputs: AsyncStream<Input>
     private let continuation: AsyncStream<Input>.Continuation
     private let state = Mutex(State())
-    /// Longest sleep while a night is open, so a wall-clock jump (NTP, suspend) is caught within minutes.
-    private let longestSleep: TimeInterval = 300
     /// A night closed this long after its close by a running agent is "window_expired"; later (the agent
     /// was not running, or the machine slept), "device_powered_off".
     private let closeTolerance: TimeInterval = 120
 
     /// - Parameter onNightScheduled: called once when a night is first seen waiting for Dose 2 (the feedback
     ///   settings of its reminders are fixed then: edits apply to the next night).
-    public init(repository: DoseRepository, clock: any WallClock, notifier: any Notifier, logger: Logger,
+    public init(repository: DoseRepository, clock: any Scheduling, notifier: any Notifier, logger: Logger,
                 databaseChanges: AsyncStream<Void>?, onNightScheduled: @escaping @Sendable (NightSession) -> Void = { _ in }) {
         self.onNightScheduled = onNightScheduled
         self.repository = repository
@@ -72,10 +70,14 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
             timer?.cancel()
             timer = nil
             guard let next else { return }
-            let delay = min(max(0, next.timeIntervalSince(clock.now())), longestSleep)
-            timer = Task {
-                try? await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up)) + 1))
-                if !Task.isCancelled { continuation.yield(.timer) }
+            // The wall-clock instant itself: a clock step (NTP at boot, a manual date change) wakes the
+            // sleeper at once to plan again, so a reminder is never late by the size of the step.
+            timer = Task { [clock] in
+                switch await clock.sleep(until: next) {
+                case .due: continuation.yield(.timer)
+                case .clockChanged: continuation.yield(.changed)
+                case .cancelled: break
+                }
             }
         }
         arm(tick())

@@ -2,19 +2,87 @@ import DoseTapCore
 import Foundation
 import Synchronization
 
-/// A clock that stands still until a test moves it.
-public final class FakeClock: WallClock {
-    private let instant: Mutex<Date>
+/// A clock that stands still until a test moves it; also the fake scheduling port: `set`/`advance` are
+/// time passing (sleepers whose deadline is reached wake with `.due`), `step` is the wall clock being set
+/// (every sleeper wakes: `.due` when its deadline is reached, else `.clockChanged`).
+public final class FakeClock: Scheduling {
+    private struct Sleeper {
+        var deadline: Date
+        var continuation: CheckedContinuation<WakeReason, Never>
+    }
+    private struct State {
+        var now: Date
+        var sleepers: [UUID: Sleeper] = [:]
+        var waitingForSleepers: [(Int, CheckedContinuation<Void, Never>)] = []
+    }
+    private let state: Mutex<State>
     public let timeZone: TimeZone
 
     public init(_ start: Date, timeZone: TimeZone = TimeZone(identifier: "UTC")!) {
-        instant = Mutex(start)
+        state = Mutex(State(now: start))
         self.timeZone = timeZone
     }
 
-    public func now() -> Date { instant.withLock { $0 } }
-    public func advance(by seconds: TimeInterval) { instant.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    public func set(_ date: Date) { instant.withLock { $0 = date } }
+    public func now() -> Date { state.withLock { $0.now } }
+    public func advance(by seconds: TimeInterval) { move(to: now().addingTimeInterval(seconds), stepped: false) }
+    public func set(_ date: Date) { move(to: date, stepped: false) }
+    /// The wall clock is set (forward or back), as `clock_settime` or an NTP step would.
+    public func step(to date: Date) { move(to: date, stepped: true) }
+
+    /// How many tasks are sleeping on this clock now.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// Returns once at least `count` tasks sleep on this clock (a test waits for a service to settle,
+    /// without sleeping for real).
+    public func waitForSleepers(_ count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.sleepers.count >= count { return true }
+                s.waitingForSleepers.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    public func sleep(until deadline: Date) async -> WakeReason {
+        let id = UUID()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
+                let (immediate, waiters) = state.withLock { s -> (WakeReason?, [CheckedContinuation<Void, Never>]) in
+                    if Task.isCancelled { return (.cancelled, []) }
+                    if deadline <= s.now { return (.due, []) }
+                    s.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+                    let count = s.sleepers.count
+                    let ready = s.waitingForSleepers.filter { $0.0 <= count }.map(\.1)
+                    s.waitingForSleepers.removeAll { $0.0 <= count }
+                    return (nil, ready)
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+                for waiter in waiters { waiter.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume(returning: .cancelled)
+        }
+    }
+
+    private func move(to date: Date, stepped: Bool) {
+        let woken = state.withLock { s -> [(CheckedContinuation<WakeReason, Never>, WakeReason)] in
+            s.now = date
+            var out: [(CheckedContinuation<WakeReason, Never>, WakeReason)] = []
+            for (id, sleeper) in s.sleepers {
+                if sleeper.deadline <= date {
+                    out.append((sleeper.continuation, .due))
+                    s.sleepers.removeValue(forKey: id)
+                } else if stepped {
+                    out.append((sleeper.continuation, .clockChanged))
+                    s.sleepers.removeValue(forKey: id)
+                }
+            }
+            return out
+        }
+        for (continuation, reason) in woken { continuation.resume(returning: reason) }
+    }
 }
 
 /// Power supplies held in memory; tests change them and push events.

@@ -86,13 +86,19 @@ struct BatteryMonitorTests {
             discharging.stop()
             plugged.stop()
         }
-        // Wait (generously: the test machine is busy) until the discharging one has polled twice; by then
-        // the plugged one has had at least as long, and must not have polled at all.
-        let start = Date()
-        while discharging.source.readCount < 2, Date().timeIntervalSince(start) < 20 {
-            try await Task.sleep(for: .milliseconds(50))
+        // On the fake clock: each second of it is one poll of the discharging one, none of the plugged one.
+        var d = discharging.evaluations.makeAsyncIterator()
+        var p = plugged.evaluations.makeAsyncIterator()
+        _ = await d.next()
+        _ = await p.next()
+        for _ in 0..<2 {
+            await discharging.clock.waitForSleepers(1)
+            discharging.clock.advance(by: 1)
+            _ = await d.next()
         }
         #expect(discharging.source.readCount >= 2)
+        plugged.clock.advance(by: 3600)
+        #expect(plugged.clock.sleeperCount == 0)
         #expect(plugged.source.readCount == 0)
     }
 
@@ -103,14 +109,42 @@ struct BatteryMonitorTests {
         defer { h.stop() }
         var it = h.evaluations.makeAsyncIterator()
         _ = await it.next()
+        await h.clock.waitForSleepers(1)
         h.source.change(.mains(online: true))
         h.source.change(.battery(status: "Charging"))
         _ = await it.next()
         let status = await it.next()
         #expect(status?.state.onAC == true)
         let readsWhenPlugged = h.source.readCount
-        try await Task.sleep(for: .milliseconds(1500))
+        h.clock.advance(by: 3600)
         #expect(h.source.readCount == readsWhenPlugged)
+        #expect(h.clock.sleeperCount == 0)
+        h.source.change(.mains(online: false))
+        h.source.change(.battery(status: "Discharging"))
+        _ = await it.next()
+        _ = await it.next()
+        await h.clock.waitForSleepers(1)
+        h.clock.advance(by: 1)
+        _ = await it.next()
+        #expect(h.source.readCount > readsWhenPlugged)
+    }
+
+    @Test("a wall-clock step re-arms the poll from the new time instead of firing early or late")
+    func pollAfterClockStep() async throws {
+        let h = Harness([.battery(), .mains(online: false)], at: t0, configuration: .init(pollSeconds: 60))
+        h.start()
+        defer { h.stop() }
+        var it = h.evaluations.makeAsyncIterator()
+        _ = await it.next()
+        await h.clock.waitForSleepers(1)
+        // The clock is set back an hour: the poll is planned again, 60 s from the new time.
+        h.clock.step(to: t0.addingTimeInterval(-3600))
+        await h.clock.waitForSleepers(1)
+        h.clock.advance(by: 59)
+        #expect(h.source.readCount == 0)
+        h.clock.advance(by: 1)
+        _ = await it.next()
+        #expect(h.source.readCount > 0)
     }
 
     @Test("a poll sees changes the kernel made without a uevent")
@@ -121,6 +155,8 @@ struct BatteryMonitorTests {
         var it = h.evaluations.makeAsyncIterator()
         _ = await it.next()
         h.source.changeSilently(.battery(capacity: 77))
+        await h.clock.waitForSleepers(1)
+        h.clock.advance(by: 1)
         let polled = await it.next()
         #expect(polled?.state.level == 77)
     }
@@ -130,18 +166,22 @@ struct BatteryMonitorTests {
         let h = Harness([.mains(online: true)], at: t0, configuration: .init(pollSeconds: 1))
         h.start()
         defer { h.stop() }
-        try await Task.sleep(for: .milliseconds(300))
+        var it = h.evaluations.makeAsyncIterator()
+        // Without a battery nothing is evaluated: wait for the start (its log says "no system battery"),
+        // without sleeping for real; the changes below are taken in order before the battery's.
+        while !h.messages(.notice).contains(where: { $0.contains("no system battery") }) { await Task.yield() }
         h.source.change(.mains(online: true))
         h.source.change(.mains(online: true))
-        try await Task.sleep(for: .milliseconds(300))
+        h.clock.advance(by: 3600)
+        #expect(h.clock.sleeperCount == 0)
         #expect(h.messages(.notice).filter { $0.contains("no system battery") }.count == 1)
         #expect(h.history.all.isEmpty)
         #expect(h.source.readCount == 0)
         h.source.change(.battery(capacity: 55))
-        var it = h.evaluations.makeAsyncIterator()
         let status = await it.next()
         #expect(status?.state.present == true)
         #expect(h.history.all.count == 1)
+        #expect(h.messages(.notice).filter { $0.contains("no system battery") }.count == 1)
     }
 
     @Test("an alarm at risk is logged once as a warning, and cleared when plugged in")
@@ -153,7 +193,7 @@ struct BatteryMonitorTests {
         defer { h.stop() }
         var it = h.evaluations.makeAsyncIterator()
         _ = await it.next()
-        h.clock.advance(by: 60)
+        h.clock.advance(by: 45) // past the 30-s burst rule, before the 60-s poll
         h.source.change(.battery(capacity: 34, energyNowWh: 16.95, energyFullWh: 50, powerW: 4))
         _ = await it.next()
         #expect(h.messages(.warning) == ["Alarm at Risk: Estimated battery at alarm: 0% — Plug in now."])

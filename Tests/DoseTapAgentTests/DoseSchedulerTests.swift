@@ -148,4 +148,42 @@ struct DoseSchedulerTests {
         #expect(s.scheduler().tick() == nil)
         #expect(s.notifier.titles.isEmpty)
     }
+
+    /// Runs the scheduler's own loop on the fake clock; returns the task to cancel.
+    func running(_ scheduler: DoseScheduler) -> Task<Void, any Error> {
+        Task { try await scheduler.run() }
+    }
+
+    @Test("the run loop rings on time after the wall clock is stepped back and forward (fake clock's set event)")
+    func clockSteps() async throws {
+        let s = try Setup(start: t0, zone: ny)
+        try s.submit(.take(confirmLate: false), at: t0)
+        s.clock.set(at(1))
+        let task = running(s.scheduler())
+        defer { task.cancel() }
+        await s.clock.waitForSleepers(1)
+        // An NTP step back by an hour (a Pi at boot): the sleeper wakes, plans again from the new time.
+        s.clock.step(to: at(-59))
+        await s.clock.waitForSleepers(1)
+        #expect(s.notifier.titles.isEmpty)
+        s.clock.set(at(149.99))
+        #expect(s.clock.sleeperCount == 1)
+        #expect(s.notifier.titles.isEmpty)
+        s.clock.set(at(150))
+        await s.clock.waitForSleepers(1)
+        #expect(s.notifier.titles == ["Dose window now open"])
+        // A step forward past the reminder: it rings at once, not after the old interval ran out.
+        s.clock.step(to: at(166))
+        await s.clock.waitForSleepers(1)
+        #expect(s.notifier.titles == ["Dose window now open", "Time for Dose 2"])
+        // Stepped back before the reminder again: nothing rings twice.
+        s.clock.step(to: at(160))
+        await s.clock.waitForSleepers(1)
+        s.clock.set(at(165))
+        await s.clock.waitForSleepers(1)
+        #expect(s.notifier.titles == ["Dose window now open", "Time for Dose 2"])
+        s.clock.set(at(225))
+        await s.clock.waitForSleepers(1)
+        #expect(s.notifier.titles.last == "URGENT: 15 min to take Dose 2")
+    }
 }

@@ -55,3 +55,30 @@ public protocol SoundPlayer: Sendable {
     func play(_ sound: SoundInfo) async throws
     func stop()
 }
+
+/// Why a `sleep(until:)` returned.
+public enum WakeReason: Sendable, Equatable {
+    /// The wall clock reached the deadline.
+    case due
+    /// The wall clock was set (an NTP step, a manual date change) before the deadline: plan again.
+    case clockChanged
+    /// The waiting task was cancelled.
+    case cancelled
+}
+
+/// The scheduling port: every timer of the agent waits here, for a wall-clock instant. Tests use a fake
+/// whose time they move; the machine's implementation (`TimerFDScheduler`) is a `timerfd` on
+/// `CLOCK_REALTIME`, absolute and cancelled when the clock is set, so a reminder rings at its minute
+/// even after the clock was stepped (every Raspberry Pi at boot: it has no RTC) or the machine slept.
+public protocol Scheduling: WallClock {
+    /// Suspends until the wall clock reads `deadline` (at once if it already has), or until the wall
+    /// clock is set, or until the task is cancelled.
+    func sleep(until deadline: Date) async -> WakeReason
+}
+
+extension Scheduling {
+    /// Waits `seconds` of wall-clock time from now (a clock step shortens or lengthens it accordingly).
+    public func sleep(for seconds: TimeInterval) async -> WakeReason {
+        await sleep(until: now().addingTimeInterval(seconds))
+    }
+}
