@@ -30,9 +30,9 @@ struct PredictCLITests {
     @Test("bad arguments: one line on stderr, non-zero exit, nothing on stdout", arguments: [
         (["predict", "--level", "150", "--drain", "1", "--hours", "1"], "level must be a finite percentage between 0 and 100 (got 150)"),
         (["predict", "--level", "50", "--drain", "-1", "--hours", "1"], "drain must be a finite rate of at least 0 %/h (got -1)"),
-        (["predict", "--level", "50", "--drain", "1", "--hours", "NaN"], "hours must be a finite number of at least 0 (got NaN)"),
+        (["predict", "--level", "50", "--drain", "1", "--hours", "NaN"], "The value 'NaN' is invalid for '--hours <hours>'"),
         (["predict", "--level", "50", "--drain", "1", "--hours", "-2"], "hours must be a finite number of at least 0 (got -2)"),
-        (["predict", "--level", "50", "--drain", "inf", "--hours", "1"], "drain must be a finite rate"),
+        (["predict", "--level", "50", "--drain", "inf", "--hours", "1"], "The value 'inf' is invalid for '--drain <drain>'"),
         (["predict", "--level", "abc", "--drain", "1", "--hours", "1"], "abc"),
         (["predict", "--level", "50", "--drain", "1"], "--hours"),
         (["battery", "--alarm", "25:00"], "invalid time '25:00'"),

@@ -319,4 +319,22 @@ struct DoseEngineTests {
         #expect((d.recorded != nil) == accepted)
         if !accepted { #expect(d.refusal == .staleInput) }
     }
+
+    @Test("after the window with nothing recorded, status says the reason the agent will record; before 270 min it does not guess")
+    func pendingSkipReason() {
+        var night = NightDriver()
+        night.submit(.take(confirmLate: false), at: t0)
+        #expect(night.status(at: at(269.99)).phase == .closed)
+        #expect(night.status(at: at(269.99)).skipReason == nil)
+        #expect(night.status(at: at(270)).phase == .skipped)
+        #expect(night.status(at: at(270)).skipReason == .devicePoweredOff)
+        // Once the agent has recorded its reason, that is the one shown.
+        night.submit(.autoSkip(.windowExpired), at: at(271), source: .agent)
+        #expect(night.status(at: at(272)).skipReason == .windowExpired)
+        // A completed night has no skip reason.
+        var done = NightDriver()
+        done.submit(.take(confirmLate: false), at: t0)
+        done.submit(.take(confirmLate: false), at: at(170))
+        #expect(done.status(at: at(300)).skipReason == nil)
+    }
 }

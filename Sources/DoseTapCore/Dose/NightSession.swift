@@ -205,8 +205,14 @@ public struct NightStatus: Sendable, Equatable {
 
     public var minutesRemaining: Int? { session?.minutesRemaining(at: now) }
     public var onTime: Bool? { session?.onTime(at: now) }
+    /// Why Dose 2 did not happen: the recorded skip's reason; or, for a night past its late grace with
+    /// nothing recorded yet, the reason the agent will record when it closes it (a running agent closes a
+    /// night at 240 min, so one still open at 270 min was missed by an agent that was not running:
+    /// `device_powered_off`).
     public var skipReason: SkipReason? {
         guard let session, [.skipped, .closed].contains(phase) else { return nil }
-        return session.skipReason
+        if let recorded = session.skipReason { return recorded }
+        if phase == .skipped, session.skip == nil, session.dose2 == nil { return .devicePoweredOff }
+        return nil
     }
 }
