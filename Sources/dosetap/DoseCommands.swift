@@ -25,33 +25,31 @@ func openDoseStore(_ location: LocationOptions) throws -> DoseRepository {
     }
 }
 
-/// Runs one input through the policy and prints the outcome; a refusal exits with status 2.
-func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, json: Bool,
-                extra: (DoseEvent) -> (text: String?, json: JSON?) = { _ in (nil, nil) }) throws {
+/// Runs one input through the dose use case and prints the outcome; a refusal exits with status 2.
+func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, json: Bool) throws {
     let repo = try openDoseStore(location)
-    let now = Date()
-    let zone = SystemTimeZone.current
-    let outcome: DoseOutcome
+    let useCases = DoseUseCases(repository: repo, clock: CommandClock(),
+                                battery: { batteryNow(database: repo.database) })
+    let submission: DoseSubmission
     do {
-        outcome = try repo.submit(DoseInput(command: command, source: .cli, issuedAt: now), now: now, timeZone: zone)
+        submission = try useCases.submit(command, source: .cli)
     } catch {
         throw CLIError("could not record: \(error)")
     }
-    switch outcome {
+    switch submission.outcome {
     case .recorded(let event, let confirmation, let status):
         StandardOutput.markCommitted("recorded (\(confirmation.prefix(while: { $0 != "." })))")
-        let more = extra(event)
         if json {
             printLine(JSON.object([
                 ("recorded", .bool(true)),
                 ("event", eventJSON(event)),
                 ("message", .string(confirmation)),
-                ("batteryNudge", more.json ?? .null),
+                ("batteryNudge", submission.nudge?.json ?? .null),
                 ("status", statusJSON(status)),
             ]).text)
         } else {
             printLine(confirmation)
-            if let text = more.text { printLine(text) }
+            if let nudge = submission.nudge { printLine(Terminal.colored(nudge.oneLine, nudge.color.rawValue)) }
         }
     case .refused(let refusal, let status):
         if json {
@@ -65,6 +63,18 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, j
         }
         throw ExitCode(refusedExitCode)
     }
+}
+
+/// The command's clock: the system's time and zone.
+struct CommandClock: WallClock {
+    func now() -> Date { Date() }
+    var timeZone: TimeZone { SystemTimeZone.current }
+}
+
+/// The battery now, with the drain fitted from the agent's samples when the hardware gives no rate.
+func batteryNow(database: DoseTapDatabase) -> BatteryStatus? {
+    guard let source = try? UdevPowerSupplySource() else { return nil }
+    return try? BatteryStatus.read(source: source, history: BatterySampleRepository(database: database), now: Date())
 }
 
 func eventJSON(_ event: DoseEvent) -> JSON {
@@ -119,10 +129,7 @@ extension DoseCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            try submitDose(.take(confirmLate: late), location: location, json: json) { event in
-                guard case .dose1(let target) = event.kind else { return (nil, nil) }
-                return batteryAtReminder(event.at.addingTimeInterval(TimeInterval(target) * 60), location: location)
-            }
+            try submitDose(.take(confirmLate: late), location: location, json: json)
         }
     }
 
@@ -244,17 +251,4 @@ extension DoseCommand {
             if let reason = status.skipReason { printLine("Skipped: \(reason.label)") }
         }
     }
-}
-
-/// When dose 1 is taken on battery: will the battery last until the reminder?
-func batteryAtReminder(_ reminder: Date, location: LocationOptions) -> (text: String?, json: JSON?) {
-    guard let source = try? UdevPowerSupplySource() else { return (nil, nil) }
-    let history = (try? DoseTapDatabase.openForReading(directory: location.paths.dataDirectory))
-        .flatMap { $0 }.map { BatterySampleRepository(database: $0) }
-    guard let status = try? BatteryStatus.read(source: source, history: history, now: Date()),
-          status.state.present, !status.state.onAC else { return (nil, nil) }
-    let forecast = BatteryForecast.make(state: status.state, drain: status.drain, at: reminder, now: Date(),
-                                        momentName: "reminder")
-    guard let nudge = forecast.nudge else { return (nil, nil) }
-    return (Terminal.colored(nudge.oneLine, nudge.color.rawValue), nudge.json)
 }

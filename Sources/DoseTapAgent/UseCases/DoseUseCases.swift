@@ -1,0 +1,56 @@
+import DoseTapCore
+import DoseTapStore
+import Foundation
+
+/// The outcome of one dose input as every face shows it.
+public struct DoseSubmission: Sendable {
+    public var outcome: DoseOutcome
+    /// After a Dose 1 on battery: will the battery last until the reminder? nil when safe, on AC, or unknown.
+    public var nudge: Nudge?
+}
+
+/// The use case every face calls for a dose input — the command line, the buttons, the notification
+/// actions, the agent's automatic close, and later the web page and MQTT: the one policy and the commit
+/// (in the store's transaction), the battery-at-reminder nudge after a Dose 1, and the event for every
+/// subscriber. No face writes dose events itself.
+public final class DoseUseCases: Sendable {
+    public let repository: DoseRepository
+    private let clock: any WallClock
+    private let battery: (@Sendable () -> BatteryStatus?)?
+    private let events: EventBus?
+
+    /// - Parameter battery: the battery now (and its drain), or nil where there is none to ask.
+    public init(repository: DoseRepository, clock: any WallClock, battery: (@Sendable () -> BatteryStatus?)? = nil,
+                events: EventBus? = nil) {
+        self.repository = repository
+        self.clock = clock
+        self.battery = battery
+        self.events = events
+    }
+
+    /// Decides and (when accepted) records one input. `issuedAt` is when the person acted (a button's
+    /// press time); the decision is made now.
+    public func submit(_ command: DoseCommand, source: InputSource, issuedAt: Date? = nil) throws -> DoseSubmission {
+        let now = clock.now()
+        let input = DoseInput(command: command, source: source, issuedAt: issuedAt ?? now)
+        let outcome = try repository.submit(input, now: now, timeZone: clock.timeZone)
+        switch outcome {
+        case .recorded(let event, let confirmation, let status):
+            let nudge = reminderNudge(after: event, now: now)
+            events?.publish(.doseRecorded(event, confirmation: confirmation, status: status, nudge: nudge))
+            return DoseSubmission(outcome: outcome, nudge: nudge)
+        case .refused(let refusal, _):
+            events?.publish(.doseRefused(refusal, source: source))
+            return DoseSubmission(outcome: outcome, nudge: nil)
+        }
+    }
+
+    /// The battery at the reminder of a Dose 1 just taken, when it is at risk.
+    func reminderNudge(after event: DoseEvent, now: Date) -> Nudge? {
+        guard case .dose1(let target) = event.kind, let status = battery?(),
+              status.state.present, !status.state.onAC else { return nil }
+        let reminder = event.at.addingTimeInterval(TimeInterval(target) * 60)
+        return BatteryForecast.make(state: status.state, drain: status.drain, at: reminder, now: now,
+                                    momentName: "reminder").nudge
+    }
+}
