@@ -46,10 +46,17 @@ public enum Agent {
         }
         let devices = try makeFeedbackDevices(logger: logger, desktop: true)
         let repository = DoseRepository(database: database)
+        // What happened, for every subscriber (the scheduler now; MQTT and the dashboard later).
+        let events = EventBus()
+        let history = BatterySampleRepository(database: database)
+        let doses = DoseUseCases(repository: repository, clock: SystemClock(),
+                                 battery: { try? BatteryStatus.read(source: source, history: history, now: Date()) },
+                                 events: events)
         let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(),
                                         logger: logger)
         let scheduler = DoseScheduler(repository: repository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
-                                      databaseChanges: watcher?.changes, onNightScheduled: { feedback.prepare(session: $0.id) })
+                                      databaseChanges: watcher?.changes, events: events,
+                                      onNightScheduled: { feedback.prepare(session: $0.id) })
         logger.info("feedback", metadata: [
             "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",
             "desktopNotifications": "\(devices.desktop == nil ? "log only" : "session bus")",
@@ -61,9 +68,7 @@ public enum Agent {
                                          notifier: notifier, logger: logger)),
         ]
         if let desktop = devices.desktop {
-            services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, repository: repository,
-                                                               clock: SystemClock(), logger: logger,
-                                                               onRecorded: { scheduler.poke() })))
+            services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger)))
         }
         // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
         var buttonWatcher: DirectoryWatcher?

@@ -28,6 +28,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     private let logger: Logger
     private let startedAt: Date
     private let databaseChanges: AsyncStream<Void>?
+    private let events: EventBus?
     private let onNightScheduled: @Sendable (NightSession) -> Void
     private let inputs: AsyncStream<Input>
     private let continuation: AsyncStream<Input>.Continuation
@@ -39,7 +40,9 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     /// - Parameter onNightScheduled: called once when a night is first seen waiting for Dose 2 (the feedback
     ///   settings of its reminders are fixed then: edits apply to the next night).
     public init(repository: DoseRepository, clock: any Scheduling, notifier: any Notifier, logger: Logger,
-                databaseChanges: AsyncStream<Void>?, onNightScheduled: @escaping @Sendable (NightSession) -> Void = { _ in }) {
+                databaseChanges: AsyncStream<Void>?, events: EventBus? = nil,
+                onNightScheduled: @escaping @Sendable (NightSession) -> Void = { _ in }) {
+        self.events = events
         self.onNightScheduled = onNightScheduled
         self.repository = repository
         self.clock = clock
@@ -61,9 +64,17 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
             guard let databaseChanges else { return }
             for await _ in databaseChanges { continuation.yield(.changed) }
         }
+        // A dose recorded in this process (a button, a notification): plan again at once.
+        let recorded = Task { [events] in
+            guard let stream = events?.subscribe() else { return }
+            for await event in stream {
+                if case .doseRecorded = event { continuation.yield(.changed) }
+            }
+        }
         var timer: Task<Void, Never>?
         defer {
             pump.cancel()
+            recorded.cancel()
             timer?.cancel()
         }
         func arm(_ next: Date?) {

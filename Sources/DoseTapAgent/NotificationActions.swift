@@ -13,19 +13,14 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
 
     private let desktop: DesktopNotifications
     private let feedback: FeedbackNotifier
-    private let repository: DoseRepository
-    private let clock: any WallClock
+    private let doses: DoseUseCases
     private let logger: Logger
-    private let onRecorded: @Sendable () -> Void
 
-    public init(desktop: DesktopNotifications, feedback: FeedbackNotifier, repository: DoseRepository, clock: any WallClock,
-                logger: Logger, onRecorded: @escaping @Sendable () -> Void = {}) {
+    public init(desktop: DesktopNotifications, feedback: FeedbackNotifier, doses: DoseUseCases, logger: Logger) {
         self.desktop = desktop
         self.feedback = feedback
-        self.repository = repository
-        self.clock = clock
+        self.doses = doses
         self.logger = logger
-        self.onRecorded = onRecorded
     }
 
     public func run() async throws {
@@ -55,20 +50,21 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
             logger.warning("unknown notification action rejected", metadata: ["action": "\(invocation.action)"])
             return nil
         }
-        let now = clock.now()
         do {
-            let outcome = try repository.submit(DoseInput(command: command, source: .notification, issuedAt: now),
-                                                now: now, timeZone: clock.timeZone)
-            switch outcome {
+            let submission = try doses.submit(command, source: .notification)
+            switch submission.outcome {
             case .recorded(_, let confirmation, _):
                 logger.notice("notification action recorded", metadata: ["action": "\(invocation.action)", "result": "\(confirmation)"])
-                onRecorded()
-                await feedback.play(.doseRecorded, title: confirmation, body: "")
+                if let nudge = submission.nudge {
+                    logger.warning("\(nudge.header): \(nudge.oneLine)")
+                }
+                // A Dose 1 on a battery that will not last until the reminder says so in the confirmation.
+                await feedback.play(.doseRecorded, title: confirmation, body: submission.nudge?.oneLine ?? "")
             case .refused(let refusal, _):
                 logger.notice("notification action refused", metadata: ["action": "\(invocation.action)", "reason": "\(refusal.message)"])
                 await feedback.play(.actionRejected, title: refusal.message, body: "")
             }
-            return outcome
+            return submission.outcome
         } catch {
             logger.error("cannot record the notification action", metadata: ["error": "\(error)"])
             return nil

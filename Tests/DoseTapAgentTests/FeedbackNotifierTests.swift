@@ -29,7 +29,7 @@ struct FeedbackNotifierTests {
         let player: RecordingSoundPlayer
     }
 
-    func world(bus: PrivateBus.Bus, motor: Bool = true) throws -> World {
+    func world(bus: PrivateBus.Bus, motor: Bool = true, battery: (@Sendable () -> BatteryStatus?)? = nil) throws -> World {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-fb-\(UUID().uuidString)")
         let db = try DoseTapDatabase(directory: dir)
         let repo = DoseRepository(database: db)
@@ -44,7 +44,8 @@ struct FeedbackNotifierTests {
         let feedback = FeedbackNotifier(devices: devices, settings: settings, clock: clock, logger: logger)
         let scheduler = DoseScheduler(repository: repo, clock: clock, notifier: feedback, logger: logger, databaseChanges: nil,
                                       onNightScheduled: { feedback.prepare(session: $0.id) })
-        let actions = NotificationActions(desktop: desktop, feedback: feedback, repository: repo, clock: clock, logger: logger)
+        let actions = NotificationActions(desktop: desktop, feedback: feedback, doses: DoseUseCases(repository: repo, clock: clock, battery: battery),
+                                          logger: logger)
         return World(repo: repo, settings: settings, clock: clock, haptics: haptics, desktop: desktop, feedback: feedback,
                      scheduler: scheduler, actions: actions, player: player)
     }
@@ -246,5 +247,42 @@ struct FeedbackNotifierTests {
             destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications", interface: "org.freedesktop.DBus.Mock",
             member: "EmitSignal", arguments: [.string("org.freedesktop.Notifications"), .string(member),
                                               .string(args.map(\.signature).joined()), .array(elementSignature: "v", args.map { .variant($0) })])
+    }
+
+    /// The bodies of the Notify calls the mock daemon received, in order.
+    func notifyBodies(_ w: World) async throws -> [String] {
+        let reply = try await w.desktop.connection.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                                                        interface: "org.freedesktop.DBus.Mock", member: "GetMethodCalls",
+                                                        arguments: [.string("Notify")])
+        return (reply.first?.array ?? []).compactMap { call in
+            guard case .structure(let fields) = call, fields.count == 2, let args = fields[1].array, args.count == 8 else { return nil }
+            return args[4].string
+        }
+    }
+
+    @Test("Take Now that records Dose 1 on a draining battery: the confirmation carries the battery-at-reminder nudge")
+    func takeNowDose1Nudge() async throws {
+        // 34 % at 8 %/h: 12 % left at the reminder 165 min later → "Low Battery Warning".
+        let draining = BatteryStatus(state: PowerState(raw: [.battery(capacity: 34, energyNowWh: 17, energyFullWh: 50, powerW: 4),
+                                                            .mains(online: false)]),
+                                     drain: DrainEstimate(percentPerHour: 8, source: .hardware))
+        try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
+            let w = try world(bus: bus, battery: { draining })
+            // Last night's reminder is still on screen; tonight, the person presses its Take Now: Dose 1.
+            let yesterday = t0.addingTimeInterval(-24 * 3600)
+            try submit(w, .take(confirmLate: false), at: yesterday)
+            w.clock.set(yesterday.addingTimeInterval(165 * 60))
+            w.scheduler.tick()
+            _ = try await waitForNotify(w, count: 1)
+            let id = try #require(try await notifyIDs(w).last)
+            w.clock.set(t0)
+            let outcome = await w.actions.handle(.init(id: id, action: "take"))
+            guard case .recorded(let event, _, _) = outcome else { Issue.record("not recorded: \(String(describing: outcome))"); return }
+            #expect(event.kind == .dose1(targetMinutes: 165))
+            #expect(event.source == .notification)
+            let calls = try await waitForNotify(w, count: 2)
+            #expect(calls.last?.summary.hasPrefix("Dose 1 taken at 22:30.") == true)
+            #expect(try await notifyBodies(w).last == "Estimated battery at reminder: 12% — Consider plugging in.")
+        }
     }
 }
