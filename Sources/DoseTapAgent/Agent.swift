@@ -27,9 +27,11 @@ public enum Agent {
             "database": "\(database.path)", "config": "\(paths.configFile.path)",
             "pid": "\(ProcessInfo.processInfo.processIdentifier)",
         ])
+        // What happened, for every subscriber (the scheduler, the battery nudge; MQTT and the dashboard later).
+        let events = EventBus()
         let monitor = BatteryMonitor(
             source: source, history: BatterySampleRepository(database: database), clock: TimerFDScheduler.shared,
-            configuration: configuration, logger: logger,
+            configuration: configuration, logger: logger, events: events,
             onReady: {
                 logger.info("agent ready")
                 if notifier.notify("READY=1\nSTATUS=Watching the battery") {
@@ -46,8 +48,6 @@ public enum Agent {
         }
         let devices = try makeFeedbackDevices(logger: logger, desktop: true)
         let repository = DoseRepository(database: database)
-        // What happened, for every subscriber (the scheduler now; MQTT and the dashboard later).
-        let events = EventBus()
         let history = BatterySampleRepository(database: database)
         let doses = DoseUseCases(repository: repository, clock: SystemClock(),
                                  battery: { try? BatteryStatus.read(source: source, history: history, now: Date()) },
@@ -62,6 +62,7 @@ public enum Agent {
             "desktopNotifications": "\(devices.desktop == nil ? "log only" : "session bus")",
         ])
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: BatteryNudgeFeedback(events: events, feedback: feedback)),
             .init(service: monitor),
             .init(service: scheduler),
             .init(service: ReloadService(paths: paths, configuration: configuration, monitor: monitor,

@@ -33,15 +33,17 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
     private let logger: Logger
     private let onReady: @Sendable () -> Void
     private let onEvaluated: @Sendable (BatteryStatus) -> Void
+    private let events: EventBus?
     private let inputs: AsyncStream<Input>
     private let continuation: AsyncStream<Input>.Continuation
     /// Samples closer together than this are not stored (a burst of uevents is one observation).
     private let minimumStoreInterval: TimeInterval = 30
 
     public init(source: any PowerSupplySource, history: (any BatteryHistoryStore)?, clock: any Scheduling,
-                configuration: ConfigurationHolder, logger: Logger,
+                configuration: ConfigurationHolder, logger: Logger, events: EventBus? = nil,
                 onReady: @escaping @Sendable () -> Void = {},
                 onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in }) {
+        self.events = events
         self.source = source
         self.history = history
         self.clock = clock
@@ -208,6 +210,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
                     logger.info("battery will last until the alarm", metadata: ["alarm": "\(alarm)"])
                 }
                 monitor.lastNudge = .some(severity)
+                events?.publish(.batteryRisk(forecast.nudge))
             }
         }
         onEvaluated(status)
