@@ -1,6 +1,7 @@
 import DoseTapCore
 import Foundation
 internal import GRDB
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,6 +26,11 @@ public final class DoseTapDatabase: Sendable {
     let writer: DatabasePool
     public let path: String
     public let isReadOnly: Bool
+    /// Writes made through this instance, counted after each one ends (with `PRAGMA data_version`, which
+    /// counts other connections' commits, it tells whether a cached read is still current).
+    let localWrites = Atomic<Int>(0)
+    /// The recent dose log as last read or written here (`DoseRepository.submit`).
+    let doseLogCache = Mutex<DoseLogCache?>(nil)
 
     /// Opens (creating if needed) the database in `directory` and brings its schema up to date.
     public init(directory: URL) throws {
@@ -114,6 +120,7 @@ public final class DoseTapDatabase: Sendable {
     /// A write in one transaction; SQLite's errors become one sentence naming the file and the cause.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
+        defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
             return try writer.write(body)
         } catch let error as DatabaseError {
@@ -124,6 +131,7 @@ public final class DoseTapDatabase: Sendable {
     /// A write that manages its own transaction (`BEGIN IMMEDIATE` for the dose policy).
     func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
         guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
+        defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
             return try writer.writeWithoutTransaction(body)
         } catch let error as DatabaseError {
@@ -347,4 +355,16 @@ public final class DoseTapDatabase: Sendable {
     public func appliedMigrations() throws -> [String] {
         try read { db in try Self.migrator.appliedMigrations(db) }
     }
+}
+
+/// The recent dose log folded once and kept, so a burst of presses does not read and decode the log for
+/// every decision. Valid while no other connection committed (`data_version`) and nothing else was
+/// written through the same instance (`localWrites`), and only for a horizon no earlier than `since`.
+struct DoseLogCache: Sendable {
+    var dataVersion: Int64
+    var localWrites: Int
+    var since: Date
+    var events: [DoseEvent]
+    var unreadable: [Int64]
+    var settings: UserSettings
 }

@@ -23,25 +23,52 @@ public struct DoseRepository: Sendable {
     static let recentHorizon: TimeInterval = 48 * 3600
 
     public func submit(_ input: DoseInput, now: Date, timeZone: TimeZone) throws -> DoseOutcome {
-        try database.writeWithoutTransaction { db in
+        let database = self.database
+        return try database.writeWithoutTransaction { db in
             var outcome: DoseOutcome!
+            var pendingCache: DoseLogCache?
             try db.inTransaction(.immediate) {
-                let settings = try SettingsRepository.load(db)
-                let (events, unreadable) = try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon))
-                let log = DoseLog(events: events, unreadable: unreadable)
+                // Under the write lock: the log read here is the one the decision and the insert see.
+                let since = now.addingTimeInterval(-Self.recentHorizon)
+                let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? -1
+                let writes = database.localWrites.load(ordering: .sequentiallyConsistent)
+                var cached = database.doseLogCache.withLock { $0 }
+                if let c = cached, c.dataVersion != version || c.localWrites != writes || since < c.since {
+                    cached = nil
+                }
+                let current: DoseLogCache
+                if let cached {
+                    current = cached
+                } else {
+                    let (events, unreadable) = try Self.events(db, since: since)
+                    current = DoseLogCache(dataVersion: version, localWrites: writes, since: since, events: events,
+                                           unreadable: unreadable, settings: try SettingsRepository.load(db))
+                }
+                let log = DoseLog(events: current.events, unreadable: current.unreadable)
                 switch DosePolicy.decide(input, log: log, now: now, timeZone: timeZone,
-                                         targetMinutes: settings.dose2TargetMinutes) {
+                                         targetMinutes: current.settings.dose2TargetMinutes) {
                 case .refuse(let refusal):
+                    // Nothing written: the next decision may use the same read (this write adds one).
+                    var kept = current
+                    kept.localWrites = writes + 1
+                    database.doseLogCache.withLock { $0 = kept }
                     outcome = .refused(refusal, status: log.status(at: now, in: timeZone))
                     return .rollback
                 case .record(let kind, let confirmation):
                     let event = DoseEvent(id: UUID(), kind: kind, at: now, timeZone: timeZone.identifier, source: input.source)
                     try Self.insert(event, db)
-                    let after = DoseLog(events: log.events + [event], unreadable: log.unreadable)
-                    outcome = .recorded(event, confirmation: confirmation, status: after.status(at: now, in: timeZone))
+                    var after = current
+                    after.events.append(event)
+                    after.localWrites = writes + 1
+                    // Kept only once the commit succeeded (below); a failed commit leaves no cache.
+                    database.doseLogCache.withLock { $0 = nil }
+                    let folded = DoseLog(events: after.events, unreadable: after.unreadable)
+                    outcome = .recorded(event, confirmation: confirmation, status: folded.status(at: now, in: timeZone))
+                    pendingCache = after
                     return .commit
                 }
             }
+            if let pending = pendingCache { database.doseLogCache.withLock { $0 = pending } }
             return outcome
         }
     }

@@ -25,7 +25,7 @@ struct StoreHardeningTests {
     /// A row written behind the program's back (sqlite3, a damaged page, another tool).
     func insertRaw(_ db: DoseTapDatabase, id: DatabaseValueConvertible?, kind: String = "dose1",
                    at: DatabaseValueConvertible?, payload: String = "{}") throws {
-        try db.writer.write { d in
+        try db.write { d in
             try d.execute(sql: "INSERT INTO dose_event (id, kind, at, time_zone, source, payload) VALUES (?, ?, ?, 'UTC', 'cli', ?)",
                           arguments: [id, kind, at, payload])
         }
@@ -121,13 +121,13 @@ struct StoreHardeningTests {
         guard case .recorded(let event, _, _) = try take(repo, at: t0) else { Issue.record("refused"); return }
         // Before the fix: REPLACE deleted the row without firing the delete trigger.
         #expect(throws: (any Error).self) {
-            try db.writer.write { d in
+            try db.write { d in
                 try d.execute(sql: "INSERT OR REPLACE INTO dose_event (seq, id, kind, at, time_zone, source) VALUES (1, ?, 'dose2', ?, 'UTC', 'cli')",
                               arguments: [UUID().uuidString, t0.timeIntervalSince1970])
             }
         }
         #expect(throws: (any Error).self) {
-            try db.writer.write { d in
+            try db.write { d in
                 try d.execute(sql: "REPLACE INTO dose_event (id, kind, at, time_zone, source) VALUES (?, 'dose2', ?, 'UTC', 'cli')",
                               arguments: [event.id.uuidString, t0.timeIntervalSince1970])
             }
@@ -220,7 +220,7 @@ struct StoreHardeningTests {
         let status = try repo.status(now: t0.addingTimeInterval(60), timeZone: ny)
         #expect(status.reminderAt == t0.addingTimeInterval(165 * 60))
         // Settings edited to -30: Dose 1 records the default, the other answers are kept.
-        try db.writer.write { d in
+        try db.write { d in
             try d.execute(sql: """
                 INSERT INTO setting (key, value) VALUES ('user', '{"bedtime":"23:15","wakeTime":"06:30","dose1Grams":4.5,"dose2Grams":4.5,"dose2TargetMinutes":-30,"notificationsEnabled":true,"quietMode":false,"configured":true}')
                 """)
