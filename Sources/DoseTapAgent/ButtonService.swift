@@ -50,7 +50,22 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         self.logger = logger
         self.databaseChanges = databaseChanges
         self.onRecorded = onRecorded
-        interpreter = ButtonInterpreter(buttons: (try? buttons.all()) ?? [], logger: logger)
+        let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
+        interpreter = ButtonInterpreter(buttons: stored.buttons, logger: logger)
+        reportUnusable(stored.unusable)
+    }
+
+    private let reportedUnusable = Mutex<Set<String>>([])
+
+    /// Rows of the `button` table that cannot be used (an older version wrote them): those buttons never
+    /// act; say so once per row, as an error.
+    private func reportUnusable(_ rows: [UnusableButton]) {
+        for row in rows {
+            guard reportedUnusable.withLock({ $0.insert("\(row.address)|\(row.reason)").inserted }) else { continue }
+            logger.error("stored button cannot be used, so it never acts; add it again (dosetap button add)", metadata: [
+                "address": "\(DisplayText.escaped(row.address))", "reason": "\(DisplayText.escaped(row.reason, maxLength: 200))",
+            ])
+        }
     }
 
     public func run() async throws {
@@ -73,7 +88,9 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     private func followConfiguration() async {
         guard let databaseChanges else { return await Task.sleepForever() }
         for await _ in databaseChanges {
-            let now = (try? buttons.all()) ?? []
+            let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
+            reportUnusable(stored.unusable)
+            let now = stored.buttons
             let before = interpreter.configured
             if Set(now) != Set(before) {
                 interpreter.replace(now)
