@@ -83,6 +83,32 @@ struct AgentProcessTests {
         #expect(log.contains { $0.contains("agent stopped") })
     }
 
+    /// Finding: a dangling symlink was "no file", so the agent started on the defaults, and a SIGHUP
+    /// dropped the configuration for them.
+    @Test("a config that is a dangling symlink: one line and exit 1 at start; on SIGHUP the previous configuration stays")
+    func danglingConfig() async throws {
+        let cli = try CLI()
+        try FileManager.default.createDirectory(at: cli.configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: cli.configFile.path, withDestinationPath: cli.home.appendingPathComponent("gone.toml").path)
+        let r = try await cli.run(["agent"], scenario: "no-battery")
+        #expect(r.exitCode == 1)
+        #expect(r.err.contains(cli.configFile.path) && r.err.contains("symlink to nothing"), "\(r.err)")
+        #expect(r.err.split(separator: "\n").count == 1)
+
+        try FileManager.default.removeItem(at: cli.configFile)
+        try cli.writeConfig("[alarm]\ntime = \"06:30\"\n")
+        let log = try await AgentReminderTests().withAgent(cli) { log in
+            _ = await log.wait(for: "agent ready", timeout: 10)
+            try await Task.sleep(for: .milliseconds(300))
+            try FileManager.default.removeItem(at: cli.configFile)
+            try FileManager.default.createSymbolicLink(atPath: cli.configFile.path, withDestinationPath: cli.configFile.path)
+            try sendSignal(SIGHUP, toAgentIn: cli)
+            #expect(await log.wait(for: "configuration rejected, keeping the previous one", timeout: 5) != nil)
+        }
+        #expect(log.contains { $0.contains("configuration rejected") && $0.contains("symlink loop") })
+        #expect(!log.contains { $0.contains("configuration reloaded") })
+    }
+
     @Test("an unwritable data directory is a one-line error")
     func unwritableData() async throws {
         let cli = try CLI()
