@@ -166,7 +166,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         var results: [DoseOutcome] = []
         for intent in intents {
             guard let command = intent.action.command else {
-                logger.info("button gesture without an action", metadata: ["button": "\(intent.button.name)", "gesture": "\(intent.gesture.rawValue)"])
+                logger.info("button gesture without an action", metadata: ["button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)"])
                 continue
             }
             let verdict = guards.withLock { g -> ButtonFloodGuard.Verdict in
@@ -178,7 +178,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             switch verdict {
             case .muted(let until, let announce):
                 if announce {
-                    logger.warning("button flooding: muted for 5 minutes", metadata: ["button": "\(intent.button.name)", "until": "\(until)"])
+                    logger.warning("button flooding: muted for 5 minutes", metadata: ["button": "\(DisplayText.escaped(intent.button.name))", "until": "\(until)"])
                 }
                 continue
             case .queue:
@@ -195,13 +195,13 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                 switch result {
                 case .recorded(_, let confirmation, _):
                     logger.notice("button action recorded", metadata: [
-                        "button": "\(intent.button.name)", "gesture": "\(intent.gesture.rawValue)", "result": "\(confirmation)",
+                        "button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)", "result": "\(confirmation)",
                     ])
                     onRecorded()
                     await feedback?.play(.doseRecorded, title: confirmation, body: "")
                 case .refused(let refusal, _):
                     logger.notice("button action rejected", metadata: [
-                        "button": "\(intent.button.name)", "gesture": "\(intent.gesture.rawValue)", "reason": "\(refusal.message)",
+                        "button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)", "reason": "\(refusal.message)",
                     ])
                     await feedback?.play(.actionRejected, title: refusal.message, body: "")
                 }

@@ -236,7 +236,8 @@ struct ButtonCommand: AsyncParsableCommand {
             if sorted.isEmpty { printLine("No buttons found in \(seconds) s.") }
             for c in sorted {
                 let signal = c.rssi.map { "\($0) dBm" } ?? (c.connected ? "connected" : "")
-                printLine("\(c.kind.rawValue)  \(c.address)  \(c.name ?? "(no name)")  \(signal)")
+                // A BLE name is whatever the device advertises: escaped and cut here, exact in --json.
+                printLine("\(c.kind.rawValue)  \(c.address)  \(DisplayText.escaped(c.name, placeholder: "(no name)"))  \(signal)")
             }
         }
     }
@@ -255,6 +256,12 @@ struct ButtonCommand: AsyncParsableCommand {
             let repository = try ButtonCommand.repository(location)
             let buttons = try repository.all()
             guard !buttons.isEmpty else { throw CLIError("no buttons added: dosetap button add ADDRESS --kind …") }
+            // The pipeline logs device names: no raw control character reaches the terminal.
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = .warning
+                return EscapingLogHandler(handler)
+            }
             var logger = Logger(label: "dosetap.cli")
             logger.logLevel = .warning
             // BLE buttons through BlueZ; HID remotes through evdev (grabbed while testing, as the agent does).
@@ -272,7 +279,7 @@ struct ButtonCommand: AsyncParsableCommand {
                 samples: BatterySampleRepository(database: database), feedback: nil, clock: SystemClock(), logger: logger,
                 databaseChanges: nil,
                 observer: { intent in
-                    printLine("\(intent.button.name): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
+                    printLine("\(DisplayText.escaped(intent.button.name)): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
                 })
             printLine("Press a button (\(seconds) s)…")
             let task = Task { try await service.run() }

@@ -109,6 +109,23 @@ struct AgentProcessTests {
         #expect(!log.contains { $0.contains("configuration reloaded") })
     }
 
+    /// Finding: text from outside (here the config path, which the agent logs at start) reached the log raw.
+    @Test("the agent's log has no raw control characters: an escape sequence in a logged path is shown escaped")
+    func logEscaped() async throws {
+        let cli = try CLI()
+        let hostile = cli.home.appendingPathComponent("conf\u{1B}]0;pwned\u{07}\u{1B}[2J")
+        let (exe, argv) = cli.command(["agent"], scenario: "no-battery", fakeTime: nil)
+        let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(extra: ["XDG_CONFIG_HOME": hostile.path]),
+                                              input: .none, output: .discarded, error: .string(limit: 1 << 20)) { execution in
+            try await Task.sleep(for: .seconds(2))
+            try execution.send(signal: .terminate)
+        }
+        #expect(result.terminationStatus == .exited(0))
+        let log = result.standardError ?? ""
+        #expect(log.contains("conf\\x1b]0;pwned\\x07\\x1b[2J/dosetap/config.toml"), "\(log.debugDescription)")
+        #expect(!log.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(log.debugDescription)")
+    }
+
     @Test("an unwritable data directory is a one-line error")
     func unwritableData() async throws {
         let cli = try CLI()

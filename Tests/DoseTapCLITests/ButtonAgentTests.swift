@@ -47,6 +47,25 @@ struct ButtonAgentTests {
         }
     }
 
+    /// Finding: --name values were printed raw in button add/list/map.
+    @Test("a name with escape sequences and a bidi override: escaped in text, exact in --json")
+    func hostileName() async throws {
+        let cli = try CLI()
+        let name = "bed\u{1B}[2J\u{1B}]0;pwned\u{07}side\u{202E}kcatta"
+        let shown = "bed\\x1b[2J\\x1b]0;pwned\\x07side\\u{202e}kcatta"
+        let added = try await cli.run(["button", "add", "A4:C1:38:8D:18:B2", "--kind", "bthome", "--name", name])
+        #expect(added.exitCode == 0 && added.out.contains(shown), "\(added.out.debugDescription)")
+        let mapped = try await cli.run(["button", "map", "A4:C1:38:8D:18:B2", "--single", "snooze"])
+        #expect(mapped.out.hasPrefix(shown + ":"), "\(mapped.out.debugDescription)")
+        let list = try await cli.run(["button", "list"])
+        #expect(list.out.hasPrefix(shown + "  A4:C1:38:8D:18:B2"), "\(list.out.debugDescription)")
+        for r in [added, mapped, list] {
+            #expect(!r.out.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || $0 == "\u{202E}" })
+        }
+        let json = try JSONSerialization.jsonObject(with: Data(try await cli.run(["button", "list", "--json"]).out.utf8)) as? [[String: Any]]
+        #expect(json?.first?["name"] as? String == name)
+    }
+
     /// Finding 7: adding an encrypted button again without --bindkey silently dropped its key, and its
     /// plaintext adverts (anyone's) then acted.
     @Test("adding an encrypted button again keeps its bindkey unless told otherwise, and says so")

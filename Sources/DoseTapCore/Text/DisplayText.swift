@@ -6,7 +6,9 @@ public enum DisplayText {
     /// The default longest text shown, in characters (a BLE name is at most 248 bytes).
     public static let defaultMaxLength = 64
 
-    public static func escaped(_ text: some StringProtocol, maxLength: Int = defaultMaxLength) -> String {
+    /// - Parameter doublingBackslashes: false for a log line, where text escaped once already (by a call
+    ///   site) must come out unchanged; controls are escaped either way.
+    public static func escaped(_ text: some StringProtocol, maxLength: Int = defaultMaxLength, doublingBackslashes: Bool = true) -> String {
         var out = ""
         var shown = 0
         for scalar in text.unicodeScalars {
@@ -14,7 +16,7 @@ public enum DisplayText {
                 out += "…"
                 return out
             }
-            out += escape(scalar)
+            out += scalar == "\\" && !doublingBackslashes ? "\\" : escape(scalar)
             shown += 1
         }
         return out

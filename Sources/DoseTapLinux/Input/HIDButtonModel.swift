@@ -41,7 +41,7 @@ public struct HIDRemote: Sendable, Equatable, Hashable, CustomStringConvertible 
 
     public var description: String {
         var parts = [devnode, address]
-        if let name { parts.append("\"\(name)\"") }
+        if let name { parts.append("\"\(DisplayText.escaped(name))\"") } // the name the remote gives itself
         if let vendorID, let productID { parts.append(String(format: "%04x:%04x", vendorID, productID)) }
         return parts.joined(separator: ", ")
     }
