@@ -141,6 +141,7 @@ let package = Package(
             dependencies: [
                 "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto",
                 .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

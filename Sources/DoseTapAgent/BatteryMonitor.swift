@@ -157,13 +157,13 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
         }
         for reading in state.supplies where !reading.problems.isEmpty {
             logger.debug("power supply values ignored", metadata: [
-                "supply": "\(reading.name)", "problems": "\(reading.problems.joined(separator: "; "))",
+                "supply": "\(DisplayText.escaped(reading.name))", "problems": "\(DisplayText.escaped(reading.problems.joined(separator: "; "), maxLength: 500))",
             ])
         }
         guard state.present, let sample = state.sample(at: now) else {
             if !monitor.announcedNoBattery {
                 logger.notice("no system battery found: battery monitoring idles until one appears",
-                              metadata: ["supplies": "\(state.supplies.map(\.name).joined(separator: ","))"])
+                              metadata: ["supplies": "\(state.supplies.map { DisplayText.escaped($0.name) }.joined(separator: ","))"])
                 monitor.announcedNoBattery = true
             }
             monitor.lastStatus = nil

@@ -47,6 +47,12 @@ public final class ButtonInterpreter: @unchecked Sendable {
             states[address] = nil
         }
         for address in states.keys where buttons[address] == nil { states[address] = nil }
+        // A bindkey that cannot be read stops its button (it is never run without its key).
+        for config in buttons.values.sorted(by: { $0.address < $1.address }) {
+            if case .failure(let problem)? = config.bindkeyBytes {
+                logErrorOnce("badkey:\(config.address):\(config.bindkey ?? "")", config, problem)
+            }
+        }
     }
 
     public var configured: [ButtonConfig] {
@@ -69,11 +75,31 @@ public final class ButtonInterpreter: @unchecked Sendable {
                     ["address": "\(advert.address)"])
             return Outcome()
         }
-        var state = states[advert.address] ?? {
-            let address = BTHomeAddress(advert.address)!
-            let key = button.bindkey.flatMap { BTHomeBindkey(hex: $0) }
-            return BTHomeDeviceState(address: address, decryptor: key)
-        }()
+        var state: BTHomeDeviceState
+        if let known = states[advert.address] {
+            state = known
+        } else {
+            guard let address = BluetoothAddress(advert.address) else { return Outcome() }
+            // A button stored with a bindkey has a decryptor, or it does not run: never without its key.
+            var decryptor: BTHomeBindkey?
+            switch button.bindkeyBytes {
+            case nil:
+                decryptor = nil
+            case .success(let bytes):
+                guard let key = try? BTHomeBindkey(bytes: bytes) else {
+                    logErrorOnce("badkey:\(button.address):\(button.bindkey ?? "")", button,
+                                 ButtonConfig.Invalid(description: "invalid bindkey: not an AES-128 key"))
+                    return Outcome()
+                }
+                decryptor = key
+            case .failure(let problem):
+                logErrorOnce("badkey:\(button.address):\(button.bindkey ?? "")", button, problem)
+                return Outcome()
+            }
+            state = BTHomeDeviceState(address: BTHomeAddress(address), decryptor: decryptor)
+        }
+        // Belt and braces: with a bindkey, BTHome.parse refuses plaintext (`.downgrade`), logged below.
+        guard button.bindkey == nil || state.decryptor != nil else { return Outcome() }
         let reception = state.receive(data, at: advert.receivedAt)
         states[advert.address] = state
         var outcome = Outcome()
@@ -102,6 +128,14 @@ public final class ButtonInterpreter: @unchecked Sendable {
             }
             return outcome
         }
+    }
+
+    /// A button that cannot run (its bindkey is unreadable): an error, once per button and key.
+    private func logErrorOnce(_ key: String, _ button: ButtonConfig, _ problem: ButtonConfig.Invalid) {
+        guard logged.insert(key).inserted else { return }
+        logger.error("button stopped: its stored bindkey cannot be used, so it never acts; add it again with its bindkey", metadata: [
+            "button": "\(DisplayText.escaped(button.name))", "address": "\(button.address)", "reason": "\(problem)",
+        ])
     }
 
     private func logOnce(_ key: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {

@@ -50,7 +50,22 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         self.logger = logger
         self.databaseChanges = databaseChanges
         self.onRecorded = onRecorded
-        interpreter = ButtonInterpreter(buttons: (try? buttons.all()) ?? [], logger: logger)
+        let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
+        interpreter = ButtonInterpreter(buttons: stored.buttons, logger: logger)
+        reportUnusable(stored.unusable)
+    }
+
+    private let reportedUnusable = Mutex<Set<String>>([])
+
+    /// Rows of the `button` table that cannot be used (an older version wrote them): those buttons never
+    /// act; say so once per row, as an error.
+    private func reportUnusable(_ rows: [UnusableButton]) {
+        for row in rows {
+            guard reportedUnusable.withLock({ $0.insert("\(row.address)|\(row.reason)").inserted }) else { continue }
+            logger.error("stored button cannot be used, so it never acts; add it again (dosetap button add)", metadata: [
+                "address": "\(DisplayText.escaped(row.address))", "reason": "\(DisplayText.escaped(row.reason, maxLength: 200))",
+            ])
+        }
     }
 
     public func run() async throws {
@@ -73,7 +88,9 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     private func followConfiguration() async {
         guard let databaseChanges else { return await Task.sleepForever() }
         for await _ in databaseChanges {
-            let now = (try? buttons.all()) ?? []
+            let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
+            reportUnusable(stored.unusable)
+            let now = stored.buttons
             let before = interpreter.configured
             if Set(now) != Set(before) {
                 interpreter.replace(now)
@@ -149,7 +166,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         var results: [DoseOutcome] = []
         for intent in intents {
             guard let command = intent.action.command else {
-                logger.info("button gesture without an action", metadata: ["button": "\(intent.button.name)", "gesture": "\(intent.gesture.rawValue)"])
+                logger.info("button gesture without an action", metadata: ["button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)"])
                 continue
             }
             let verdict = guards.withLock { g -> ButtonFloodGuard.Verdict in
@@ -161,7 +178,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             switch verdict {
             case .muted(let until, let announce):
                 if announce {
-                    logger.warning("button flooding: muted for 5 minutes", metadata: ["button": "\(intent.button.name)", "until": "\(until)"])
+                    logger.warning("button flooding: muted for 5 minutes", metadata: ["button": "\(DisplayText.escaped(intent.button.name))", "until": "\(until)"])
                 }
                 continue
             case .queue:
@@ -178,13 +195,13 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                 switch result {
                 case .recorded(_, let confirmation, _):
                     logger.notice("button action recorded", metadata: [
-                        "button": "\(intent.button.name)", "gesture": "\(intent.gesture.rawValue)", "result": "\(confirmation)",
+                        "button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)", "result": "\(confirmation)",
                     ])
                     onRecorded()
                     await feedback?.play(.doseRecorded, title: confirmation, body: "")
                 case .refused(let refusal, _):
                     logger.notice("button action rejected", metadata: [
-                        "button": "\(intent.button.name)", "gesture": "\(intent.gesture.rawValue)", "reason": "\(refusal.message)",
+                        "button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)", "reason": "\(refusal.message)",
                     ])
                     await feedback?.play(.actionRejected, title: refusal.message, body: "")
                 }

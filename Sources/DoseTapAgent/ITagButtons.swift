@@ -35,11 +35,11 @@ extension ButtonService {
             // The GATT client logs the link's changes.
             return []
         case .battery(let level):
-            logger.debug("iTag battery", metadata: ["button": "\(button.name)", "level": "\(level)"])
+            logger.debug("iTag battery", metadata: ["button": "\(DisplayText.escaped(button.name))", "level": "\(level)"])
             recordBattery(button, level, at: clock.now())
             return []
         case .press(let at):
-            logger.info("iTag press", metadata: ["button": "\(button.name)"])
+            logger.info("iTag press", metadata: ["button": "\(DisplayText.escaped(button.name))"])
             return await feed(.press(at: at), button: button)
         }
     }

@@ -164,18 +164,9 @@ public struct BTHomeBindkey: BTHomeDecryptor, Sendable {
         ccm = try AESCCM(key: bytes, tagLength: BTHome.micLength)
     }
 
-    /// 32 hex digits (any case); nil for anything else.
+    /// 32 ASCII hex digits (any case), read by Core's one hex parser (`HexBytes`); nil for anything else.
     public init?(hex: String) {
-        guard hex.count == 32, hex.allSatisfy(\.isHexDigit) else { return nil }
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        guard let key = try? BTHomeBindkey(bytes: bytes) else { return nil }
+        guard let bytes = HexBytes.parseOrNil(hex, count: 16), let key = try? BTHomeBindkey(bytes: bytes) else { return nil }
         self = key
     }
 

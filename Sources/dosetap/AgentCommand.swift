@@ -19,10 +19,11 @@ struct AgentCommand: AsyncParsableCommand {
         guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
             throw CLIError("unknown log level '\(levelText)': use trace, debug, info, notice, warning, error or critical")
         }
+        // Device names, sysfs and file-system text reach the log: no raw control character gets through.
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return EscapingLogHandler(handler)
         }
         let logger = Logger(label: "dosetap.agent")
         do {

@@ -114,7 +114,8 @@ struct BatteryCommand: ParsableCommand {
             printLine("No system battery: this machine runs on external power.")
         }
         for s in state.supplies {
-            var parts = ["  \(s.name)", s.type.name]
+            // Names and types are sysfs text: shown escaped and cut (JSON keeps them exact).
+            var parts = ["  \(DisplayText.escaped(s.name))", DisplayText.escaped(s.type.name)]
             if s.scope == .device { parts.append("(device)") }
             if !s.present { parts.append("absent") }
             if let online = s.online { parts.append(online ? "online" : "offline") }
@@ -137,7 +138,7 @@ struct BatteryCommand: ParsableCommand {
         if let risk = f.risk, let predicted = f.predictedLevel {
             printLine("\(risk.rawValue): estimated battery at alarm \(predicted)%")
         } else {
-            printLine("\(f.risk?.rawValue ?? "unknown")" + (f.reason.map { ": \($0)" } ?? ""))
+            printLine("\(f.risk?.rawValue ?? "unknown")" + (f.reason.map { ": \(DisplayText.escaped($0, maxLength: 200))" } ?? ""))
         }
         if let nudge = f.nudge { printNudge(nudge) }
     }

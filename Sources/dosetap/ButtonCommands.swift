@@ -31,28 +31,61 @@ struct ButtonCommand: AsyncParsableCommand {
     }
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a button: only added buttons can act.")
+        static let configuration = CommandConfiguration(
+            abstract: "Add a button: only added buttons can act.",
+            discussion: """
+                Adding a button again updates it and keeps its mapping. An encrypted BTHome button keeps its stored \
+                bindkey unless --bindkey gives a new one or --remove-bindkey removes it.
+                """)
         @Argument(help: "Its Bluetooth address, AA:BB:CC:DD:EE:FF.") var address: String
         @Option(help: "bthome, itag or hid.") var kind: ButtonKind
         @Option(help: "The BTHome bindkey: 32 hex digits (encrypted buttons).") var bindkey: String?
+        @Flag(help: "Remove the stored bindkey of a button added before (it sends plaintext adverts now).") var removeBindkey = false
         @Option(help: "A name for logs and battery alerts.") var name: String?
         @OptionGroup var location: LocationOptions
 
+        func validate() throws {
+            if bindkey != nil && removeBindkey { throw ValidationError("--bindkey and --remove-bindkey exclude each other") }
+        }
+
         func run() throws {
-            let button: ButtonConfig
-            do { button = try ButtonConfig(address: address, kind: kind, name: name, bindkey: bindkey) } catch {
+            do { _ = try ButtonConfig(address: address, kind: kind, name: name, bindkey: bindkey) } catch {
                 throw CLIError(error.description)
             }
             let repo = try ButtonCommand.repository(location)
-            if let existing = try? repo.find(address: button.address) {
+            let existing = (try? repo.find(address: address)) ?? nil
+            // A key is never dropped by leaving --bindkey out: the stored one stays unless the user says otherwise.
+            var key = bindkey
+            var note: String?
+            if let stored = existing?.bindkey {
+                if removeBindkey {
+                    note = "Removed its bindkey: plaintext adverts from it act now."
+                } else if bindkey == nil {
+                    if kind == .bthome {
+                        key = stored
+                        note = "Kept its bindkey (--bindkey KEY replaces it, --remove-bindkey removes it)."
+                    } else {
+                        note = "Its bindkey was dropped: only BTHome buttons have one."
+                    }
+                } else if bindkey?.lowercased() != stored {
+                    note = "Replaced its bindkey."
+                }
+            }
+            let button: ButtonConfig
+            do { button = try ButtonConfig(address: address, kind: kind, name: name, bindkey: key) } catch {
+                throw CLIError(error.description)
+            }
+            let shown = DisplayText.escaped(button.name)
+            if let existing {
                 var updated = button
                 updated.mapping = existing.mapping
                 try saveOrFail(repo, updated)
-                printLine("Updated \(updated.name) (\(updated.address), \(updated.kind.rawValue)).")
+                printLine("Updated \(shown) (\(updated.address), \(updated.kind.rawValue)\(updated.bindkey != nil ? ", encrypted" : "")).")
             } else {
                 try saveOrFail(repo, button)
-                printLine("Added \(button.name) (\(button.address), \(button.kind.rawValue)): single → take, double → snooze, hold → undo.")
+                printLine("Added \(shown) (\(button.address), \(button.kind.rawValue)\(button.bindkey != nil ? ", encrypted" : "")): single → take, double → snooze, hold → undo.")
             }
+            if let note { printLine(note) }
         }
     }
 
@@ -63,14 +96,20 @@ struct ButtonCommand: AsyncParsableCommand {
 
         func run() throws {
             let buttons: [ButtonConfig]
-            do { buttons = try ButtonCommand.repository(location).all() } catch { throw CLIError("\(error)") }
+            let unusable: [UnusableButton]
+            do { (buttons, unusable) = try ButtonCommand.repository(location).load() } catch { throw CLIError("\(error)") }
             if json {
-                printLine(JSON.array(buttons.map(ButtonCommand.json)).text)
+                printLine(JSON.array(buttons.map(ButtonCommand.json) + unusable.map { row in
+                    .object([("address", .string(row.address)), ("unusable", .string(row.reason))])
+                }).text)
                 return
             }
-            if buttons.isEmpty { printLine("No buttons. Add one with: dosetap button add ADDRESS --kind bthome|itag|hid") }
+            if buttons.isEmpty && unusable.isEmpty { printLine("No buttons. Add one with: dosetap button add ADDRESS --kind bthome|itag|hid") }
             for b in buttons {
-                printLine("\(b.name)  \(b.address)  \(b.kind.rawValue)\(b.bindkey != nil ? " (encrypted)" : "")  single → \(b.mapping.single.rawValue), double → \(b.mapping.noDouble ? "off" : b.mapping.double.rawValue), hold → \(b.mapping.hold.rawValue)")
+                printLine("\(DisplayText.escaped(b.name))  \(b.address)  \(b.kind.rawValue)\(b.bindkey != nil ? " (encrypted)" : "")  single → \(b.mapping.single.rawValue), double → \(b.mapping.noDouble ? "off" : b.mapping.double.rawValue), hold → \(b.mapping.hold.rawValue)")
+            }
+            for row in unusable {
+                printLine("\(DisplayText.escaped(row.address))  unusable, never acts: \(DisplayText.escaped(row.reason, maxLength: 200)) (add it again)")
             }
         }
     }
@@ -81,13 +120,14 @@ struct ButtonCommand: AsyncParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            guard ButtonConfig.normalize(address: address) != nil else {
-                throw CLIError("invalid address '\(address)': expected six hex pairs like AA:BB:CC:DD:EE:FF")
+            // A well-formed address an older version accepted (now refused) can still be removed.
+            guard let spelled = BluetoothAddress.canonicalSpelling(address) else {
+                throw CLIError("invalid address '\(DisplayText.escaped(address, maxLength: 40))': \(BluetoothAddress.Invalid.syntax)")
             }
             let removed: Bool
             do { removed = try ButtonCommand.repository(location).remove(address: address) } catch { throw CLIError("\(error)") }
-            guard removed else { throw CLIError("no button \(address.uppercased())") }
-            printLine("Removed \(address.uppercased()).")
+            guard removed else { throw CLIError("no button \(spelled)") }
+            printLine("Removed \(spelled).")
         }
     }
 
@@ -103,17 +143,18 @@ struct ButtonCommand: AsyncParsableCommand {
 
         func run() throws {
             let repo = try ButtonCommand.repository(location)
-            guard ButtonConfig.normalize(address: address) != nil else {
-                throw CLIError("invalid address '\(address)': expected six hex pairs like AA:BB:CC:DD:EE:FF")
+            let canonical: String
+            do { canonical = try BluetoothAddress(parsing: address).description } catch {
+                throw CLIError("invalid address '\(DisplayText.escaped(address, maxLength: 40))': \(error)")
             }
-            guard var button = try? repo.find(address: address) else { throw CLIError("no button \(address.uppercased())") }
+            guard var button = try? repo.find(address: address) else { throw CLIError("no button \(canonical)") }
             if let single { button.mapping.single = single }
             if let double { button.mapping.double = double }
             if let hold { button.mapping.hold = hold }
             if noDouble { button.mapping.noDouble = true }
             if withDouble { button.mapping.noDouble = false }
             try saveOrFail(repo, button)
-            printLine("\(button.name): single → \(button.mapping.single.rawValue), double → \(button.mapping.noDouble ? "off" : button.mapping.double.rawValue), hold → \(button.mapping.hold.rawValue)")
+            printLine("\(DisplayText.escaped(button.name)): single → \(button.mapping.single.rawValue), double → \(button.mapping.noDouble ? "off" : button.mapping.double.rawValue), hold → \(button.mapping.hold.rawValue)")
         }
     }
 
@@ -195,7 +236,8 @@ struct ButtonCommand: AsyncParsableCommand {
             if sorted.isEmpty { printLine("No buttons found in \(seconds) s.") }
             for c in sorted {
                 let signal = c.rssi.map { "\($0) dBm" } ?? (c.connected ? "connected" : "")
-                printLine("\(c.kind.rawValue)  \(c.address)  \(c.name ?? "(no name)")  \(signal)")
+                // A BLE name is whatever the device advertises: escaped and cut here, exact in --json.
+                printLine("\(c.kind.rawValue)  \(c.address)  \(DisplayText.escaped(c.name, placeholder: "(no name)"))  \(signal)")
             }
         }
     }
@@ -214,6 +256,12 @@ struct ButtonCommand: AsyncParsableCommand {
             let repository = try ButtonCommand.repository(location)
             let buttons = try repository.all()
             guard !buttons.isEmpty else { throw CLIError("no buttons added: dosetap button add ADDRESS --kind …") }
+            // The pipeline logs device names: no raw control character reaches the terminal.
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = .warning
+                return EscapingLogHandler(handler)
+            }
             var logger = Logger(label: "dosetap.cli")
             logger.logLevel = .warning
             // BLE buttons through BlueZ; HID remotes through evdev (grabbed while testing, as the agent does).
@@ -231,7 +279,7 @@ struct ButtonCommand: AsyncParsableCommand {
                 samples: BatterySampleRepository(database: database), feedback: nil, clock: SystemClock(), logger: logger,
                 databaseChanges: nil,
                 observer: { intent in
-                    printLine("\(intent.button.name): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
+                    printLine("\(DisplayText.escaped(intent.button.name)): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
                 })
             printLine("Press a button (\(seconds) s)…")
             let task = Task { try await service.run() }

@@ -81,7 +81,7 @@ struct FeedbackCommand: ParsableCommand {
                 ]).text)
                 return
             }
-            printLine("Sound: \(globalSound ?? "none chosen (built-in beep)")")
+            printLine("Sound: \(DisplayText.escaped(globalSound, placeholder: "none chosen (built-in beep)"))")
             printLine("Haptics: \(s.global.hapticsEnabled ? "on" : "off"), \(s.global.intensity.rawValue)"
                 + (hapticsSupported ? "" : " — Not supported on this device"))
             printLine("Quiet mode: \(user.quietMode ? "on (sounds muted; urgent alerts and alarms still sound)" : "off")")
@@ -89,7 +89,7 @@ struct FeedbackCommand: ParsableCommand {
             for e in FeedbackEvent.allCases {
                 let f = s.event(e)
                 printLine("  \(e.rawValue.padding(toLength: 17, withPad: " ", startingAt: 0)) chime \(f.chime ? "on " : "off")"
-                    + "  sound \(f.sound ?? "default")  haptics \(f.haptics.map { $0 ? "on" : "off" } ?? "default")"
+                    + "  sound \(DisplayText.escaped(f.sound, placeholder: "default"))  haptics \(f.haptics.map { $0 ? "on" : "off" } ?? "default")"
                     + "  intensity \(f.intensity?.rawValue ?? "default")")
             }
         }
@@ -229,10 +229,10 @@ struct FeedbackCommand: ParsableCommand {
             }
             printLine("\(e.rawValue): " + (plan.chime ? "chime on" : "chime off (silent)"))
             if plan.chime {
-                printLine("  sound: \(plan.sound.map { "\($0.name) (\($0.path))" } ?? (plan.muted ? "muted by quiet mode" : "none"))")
+                printLine("  sound: \(plan.sound.map { "\(DisplayText.escaped($0.name)) (\(DisplayText.escaped($0.path, maxLength: 300)))" } ?? (plan.muted ? "muted by quiet mode" : "none"))")
                 printLine("  haptics: \(plan.haptics.map { "\($0.intensity.rawValue), \($0.pulses.count) pulse(s), \($0.totalMilliseconds) ms" } ?? "none")")
             }
-            for w in plan.warnings { printLine("  warning: \(w)") }
+            for w in plan.warnings { printLine("  warning: \(DisplayText.escaped(w, maxLength: 300))") }
         }
     }
 }
@@ -256,7 +256,10 @@ struct SoundsCommand: AsyncParsableCommand {
                 }).text)
                 return
             }
-            for s in all { printLine("\(s.name)  (\(s.theme))  \(s.path)") }
+            // File and theme names are the file system's: escaped and cut here, exact in --json.
+            for s in all {
+                printLine("\(DisplayText.escaped(s.name))  (\(DisplayText.escaped(s.theme)))  \(DisplayText.escaped(s.path, maxLength: 300))")
+            }
         }
     }
 

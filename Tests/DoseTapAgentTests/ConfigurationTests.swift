@@ -47,6 +47,62 @@ struct ConfigurationTests {
         }
     }
 
+    /// Finding: a dangling symlink or a symlink loop was "no file", so the agent ran on the defaults
+    /// (and on SIGHUP dropped its configuration for them).
+    @Test("only a missing file is the defaults: dangling symlinks, loops, directories and FIFOs are errors naming the path")
+    func unreadable() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func expectError(_ file: URL, _ cause: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(sourceLocation: sourceLocation) {
+                _ = try AgentConfiguration.load(from: file)
+            } throws: { error in
+                let line = "\(error)"
+                return line.hasPrefix(file.path + ": ") && line.contains(cause) && !line.contains("\n")
+            }
+        }
+        // Missing: the file, and a whole missing directory above it.
+        #expect(try AgentConfiguration.load(from: dir.appendingPathComponent("config.toml")) == AgentConfiguration())
+        #expect(try AgentConfiguration.load(from: dir.appendingPathComponent("no/such/config.toml")) == AgentConfiguration())
+
+        let dangling = dir.appendingPathComponent("dangling.toml")
+        try FileManager.default.createSymbolicLink(atPath: dangling.path, withDestinationPath: dir.appendingPathComponent("gone.toml").path)
+        expectError(dangling, "symlink to nothing")
+
+        let loop = dir.appendingPathComponent("loop.toml")
+        try FileManager.default.createSymbolicLink(atPath: loop.path, withDestinationPath: loop.path)
+        expectError(loop, "symlink loop")
+        expectError(loop.appendingPathComponent("config.toml"), "symlink loop")
+
+        let danglingDirectory = dir.appendingPathComponent("dosetap")
+        try FileManager.default.createSymbolicLink(atPath: danglingDirectory.path, withDestinationPath: dir.appendingPathComponent("moved").path)
+        expectError(danglingDirectory.appendingPathComponent("config.toml"), "symlink to nothing")
+
+        let directory = dir.appendingPathComponent("directory.toml")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        expectError(directory, "is a directory")
+
+        let file = dir.appendingPathComponent("file")
+        try Data("x".utf8).write(to: file)
+        expectError(file.appendingPathComponent("config.toml"), "not a directory")
+
+        let fifo = dir.appendingPathComponent("fifo.toml")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        expectError(fifo, "not a regular file")
+
+        let binary = dir.appendingPathComponent("binary.toml")
+        try Data([0xFF, 0xFE, 0x00]).write(to: binary)
+        expectError(binary, "not UTF-8")
+
+        // A symlink to a real file is read through.
+        let real = dir.appendingPathComponent("real.toml")
+        try Data("[alarm]\ntime = \"06:30\"\n".utf8).write(to: real)
+        let link = dir.appendingPathComponent("link.toml")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: real.path)
+        #expect(try AgentConfiguration.load(from: link).alarm == (try TimeOfDay(hour: 6, minute: 30)))
+    }
+
     @Test("the edges of poll_seconds are accepted")
     func pollEdges() throws {
         #expect(try AgentConfiguration.parse("[battery]\npoll_seconds = 60").pollSeconds == 60)

@@ -110,6 +110,66 @@ struct FeedbackNotifierTests {
         }
     }
 
+    /// Finding: ActionInvoked was accepted from any peer on the session bus, so another process could
+    /// record Dose 2 with the id of tonight's reminder.
+    @Test("ActionInvoked from another connection than the notification server records nothing; a restarted server is followed")
+    func forgedAction() async throws {
+        try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
+            let w = try world(bus: bus)
+            try submit(w, .take(confirmLate: false), at: t0)
+            w.clock.set(at(165))
+            w.scheduler.tick()
+            _ = try await waitForNotify(w, count: 1)
+            let id = try #require(try await notifyIDs(w).first)
+            // Another subscription on the same connection that takes every Notifications signal (as a
+            // desktop helper might): the bus then delivers forgeries to this connection too, so the check
+            // of the sender in the agent is what refuses them, not only the bus's match rule.
+            let broad = try await w.desktop.connection.signals(DBusMatchRule(interface: "org.freedesktop.Notifications"))
+            let drain = Task { for await _ in broad {} }
+            defer { drain.cancel() }
+            let service = Task { try await w.actions.run() }
+            defer { service.cancel() }
+            try await Task.sleep(for: .milliseconds(200)) // the service subscribes
+
+            func dose2Recorded() throws -> Bool { try w.repo.status(now: at(165), timeZone: ny).phase == .completed }
+            let forger = try DBusConnection(bus: .address(bus.address))
+            defer { forger.close() }
+            func forge() throws {
+                try forger.send(path: "/org/freedesktop/Notifications", interface: "org.freedesktop.Notifications",
+                                member: "ActionInvoked", arguments: [.uint32(id), .string("take")])
+            }
+            try forge()
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try !dose2Recorded())
+
+            // The notification server restarts: the new one is followed, forgeries still count for nothing.
+            let old = await w.desktop.owner()
+            PrivateBus.killMock(address: bus.address)
+            let restarted = PrivateBus.startMock(template: "notification_daemon", system: false, address: bus.address)
+            defer {
+                restarted.cancel()
+                PrivateBus.killMock(address: bus.address)
+            }
+            var current: String?
+            for _ in 0..<300 {
+                current = await w.desktop.owner()
+                if let current, current != old { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(current != nil && current != old)
+            try forge()
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try !dose2Recorded())
+            #expect(w.haptics.patterns.count == 1) // the reminder's vibration only: no "dose recorded" feedback
+
+            // The server itself reports the press: Dose 2.
+            try await emit(w, "ActionInvoked", [.uint32(id), .string("take")])
+            for _ in 0..<250 where try !dose2Recorded() { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(try dose2Recorded())
+            #expect(try w.repo.status(now: at(165), timeZone: ny).session?.dose2?.source == .notification)
+        }
+    }
+
     @Test("a refused button press (snooze limit) plays the action-rejected feedback and records nothing")
     func rejected() async throws {
         try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in

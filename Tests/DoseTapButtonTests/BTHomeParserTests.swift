@@ -231,7 +231,8 @@ struct BTHomeParserTests {
 
     @Test("device-info bit 1: the advert carries its MAC (reversed), and the nonce uses it")
     func embeddedAddress() throws {
-        let other = BTHomeAddress("11:22:33:44:55:66")!
+        // Embedded bytes are data, decrypted as they are (not a device address the user typed).
+        let other = BTHomeAddress(bytes: [0x11, 0x22, 0x33, 0x44, 0x55, 0x66])!
         let plain = try advert("42 66 55 44 33 22 11 01 64")
         #expect(plain.embeddedAddress == other)
         #expect(plain.battery == 100)

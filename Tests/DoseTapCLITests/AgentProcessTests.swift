@@ -83,6 +83,49 @@ struct AgentProcessTests {
         #expect(log.contains { $0.contains("agent stopped") })
     }
 
+    /// Finding: a dangling symlink was "no file", so the agent started on the defaults, and a SIGHUP
+    /// dropped the configuration for them.
+    @Test("a config that is a dangling symlink: one line and exit 1 at start; on SIGHUP the previous configuration stays")
+    func danglingConfig() async throws {
+        let cli = try CLI()
+        try FileManager.default.createDirectory(at: cli.configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: cli.configFile.path, withDestinationPath: cli.home.appendingPathComponent("gone.toml").path)
+        let r = try await cli.run(["agent"], scenario: "no-battery")
+        #expect(r.exitCode == 1)
+        #expect(r.err.contains(cli.configFile.path) && r.err.contains("symlink to nothing"), "\(r.err)")
+        #expect(r.err.split(separator: "\n").count == 1)
+
+        try FileManager.default.removeItem(at: cli.configFile)
+        try cli.writeConfig("[alarm]\ntime = \"06:30\"\n")
+        let log = try await AgentReminderTests().withAgent(cli) { log in
+            _ = await log.wait(for: "agent ready", timeout: 10)
+            try await Task.sleep(for: .milliseconds(300))
+            try FileManager.default.removeItem(at: cli.configFile)
+            try FileManager.default.createSymbolicLink(atPath: cli.configFile.path, withDestinationPath: cli.configFile.path)
+            try sendSignal(SIGHUP, toAgentIn: cli)
+            #expect(await log.wait(for: "configuration rejected, keeping the previous one", timeout: 5) != nil)
+        }
+        #expect(log.contains { $0.contains("configuration rejected") && $0.contains("symlink loop") })
+        #expect(!log.contains { $0.contains("configuration reloaded") })
+    }
+
+    /// Finding: text from outside (here the config path, which the agent logs at start) reached the log raw.
+    @Test("the agent's log has no raw control characters: an escape sequence in a logged path is shown escaped")
+    func logEscaped() async throws {
+        let cli = try CLI()
+        let hostile = cli.home.appendingPathComponent("conf\u{1B}]0;pwned\u{07}\u{1B}[2J")
+        let (exe, argv) = cli.command(["agent"], scenario: "no-battery", fakeTime: nil)
+        let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(extra: ["XDG_CONFIG_HOME": hostile.path]),
+                                              input: .none, output: .discarded, error: .string(limit: 1 << 20)) { execution in
+            try await Task.sleep(for: .seconds(2))
+            try execution.send(signal: .terminate)
+        }
+        #expect(result.terminationStatus == .exited(0))
+        let log = result.standardError
+        #expect(log.contains("conf\\x1b]0;pwned\\x07\\x1b[2J/dosetap/config.toml"), "\(log.debugDescription)")
+        #expect(!log.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(log.debugDescription)")
+    }
+
     @Test("an unwritable data directory is a one-line error")
     func unwritableData() async throws {
         let cli = try CLI()

@@ -2,6 +2,7 @@ import DoseTapCore
 import DoseTapStore
 import DoseTapTesting
 import Foundation
+import Subprocess
 import Testing
 
 @Suite("dosetap battery under umockdev (the real binary)")
@@ -114,5 +115,43 @@ struct BatteryCLITests {
         let text = try await cli.run(["battery"], scenario: "garbage-values")
         #expect(text.exitCode == 0)
         #expect(text.out.contains("System battery"))
+    }
+
+    /// Finding: sysfs strings were printed raw by `dosetap battery`.
+    @Test("sysfs strings with escape sequences: escaped in text, exact in --json")
+    func hostileSysfs() async throws {
+        let cli = try CLI()
+        let fixture = cli.home.appendingPathComponent("hostile.umockdev")
+        // umockdev reads C escapes in A: values: \033 is ESC, \007 BEL, \r a carriage return.
+        try """
+            P: /devices/virtual/power_supply/BAT0
+            E: SUBSYSTEM=power_supply
+            E: POWER_SUPPLY_NAME=BAT0
+            A: type=Battery\\n
+            A: present=1\\n
+            A: status=Discharging\\n
+            A: capacity=50\\n
+            A: model_name=\\033]0;pwned\\007\\n
+
+            P: /devices/virtual/power_supply/weird
+            E: SUBSYSTEM=power_supply
+            A: type=Evil\\033[2J\\rX\\n
+            A: online=1\\n
+
+            """.write(to: fixture, atomically: true, encoding: .utf8)
+        func battery(_ args: [String]) async throws -> CLI.Result {
+            let r = try await Subprocess.run(.path("/usr/bin/umockdev-run"), arguments: Arguments(["-d", fixture.path, "--", CLI.binary] + args),
+                                             environment: cli.environment(), input: .none,
+                                             output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+            return CLI.Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
+        }
+        let text = try await battery(["battery"])
+        #expect(text.exitCode == 0, "\(text.err)")
+        #expect(text.out.contains("weird  Evil\\x1b[2J\\rX"), "\(text.out.debugDescription)")
+        #expect(!text.out.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(text.out.debugDescription)")
+        let json = try cli.json(try await battery(["battery", "--json"]).out)
+        let supplies = try #require(json["supplies"] as? [[String: Any]])
+        #expect(supplies.contains { $0["type"] as? String == "Evil\u{1B}[2J\rX" })
+        #expect(supplies.contains { $0["model"] as? String == "\u{1B}]0;pwned\u{07}" })
     }
 }

@@ -375,6 +375,33 @@ struct ButtonScanAndTestCLITests {
         }
     }
 
+    /// Finding: BLE names were printed raw (escape sequences, carriage returns, 100 kB names).
+    @Test("scan: a hostile BLE name is shown escaped and cut in text, exact in --json")
+    func scanHostileName() async throws {
+        let cli = try CLI()
+        let hostile = "\u{1B}]0;pwned\u{07}\u{1B}[2J\rSBBT\u{202E}" + String(repeating: "x", count: 300)
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
+                                    arguments: [.string("hci0"), .string("bedside-pi")])
+            _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
+                                    arguments: [.string("hci0"), .string(Self.shelly), .string(hostile)])
+            let text = try await run(cli, ["button", "scan", "--seconds", "3"], bus: bus.address) {
+                try await press(mock, packet: 1, after: 1.5)
+            }
+            #expect(text.exitCode == 0, "\(text.err)")
+            let line = try #require(text.out.split(separator: "\n").first { $0.contains(Self.shelly) }, "\(text.out)")
+            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0 == "\u{202E}" }, "\(line.debugDescription)")
+            #expect(line.contains("\\x1b]0;pwned\\x07\\x1b[2J\\rSBBT\\u{202e}xxx"), "\(line.debugDescription)")
+            #expect(line.contains("…") && line.count < 200)
+            let json = try await run(cli, ["button", "scan", "--seconds", "3", "--json"], bus: bus.address) {
+                try await press(mock, packet: 2, after: 1.5)
+            }
+            let list = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]] ?? []
+            #expect(list.first { $0["address"] as? String == Self.shelly }?["name"] as? String == hostile, "\(json.out)")
+        }
+    }
+
     @Test("test prints the gestures of added buttons (BTHome and HID) and the action each would take, and acts on none")
     func testPresses() async throws {
         let cli = try CLI()

@@ -1,24 +1,24 @@
 import Foundation
 
-/// A Bluetooth device address as BlueZ writes it ("A4:C1:38:8D:18:B2"): six bytes in that order,
+/// The six MAC bytes a BTHome nonce uses, in the order BlueZ writes an address ("A4:C1:38:8D:18:B2"),
 /// most significant first. This is also the order the BTHome nonce uses (bthome.io/encryption:
 /// MAC `5448E68F80A5` for the device `54:48:E6:8F:80:A5`), the reverse of the over-the-air order.
+/// Any six bytes (an address embedded in an advert is data, decrypted as it is); text goes through
+/// `BluetoothAddress`, the one address parser.
 public struct BTHomeAddress: Hashable, Sendable, CustomStringConvertible {
     /// The six bytes, display order.
     public let bytes: [UInt8]
 
-    /// Parses "AA:BB:CC:DD:EE:FF" (colons or dashes, any case); nil for anything else.
+    /// A checked device address.
+    public init(_ address: BluetoothAddress) {
+        self.bytes = address.bytes
+    }
+
+    /// Parses text with `BluetoothAddress` (colons or dashes, any case, a device's address); nil for
+    /// anything else.
     public init?(_ text: String) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false).count == 6
-            ? text.split(separator: ":", omittingEmptySubsequences: false)
-            : text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 6 else { return nil }
-        var bytes: [UInt8] = []
-        for part in parts {
-            guard part.count == 2, part.allSatisfy(\.isHexDigit), let byte = UInt8(part, radix: 16) else { return nil }
-            bytes.append(byte)
-        }
-        self.bytes = bytes
+        guard let address = BluetoothAddress(text) else { return nil }
+        self.init(address)
     }
 
     /// Six bytes in display order; nil unless there are exactly six.

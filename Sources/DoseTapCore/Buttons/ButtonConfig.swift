@@ -22,16 +22,18 @@ public struct ButtonConfig: Sendable, Equatable, Hashable, Codable {
 
     public struct Invalid: Error, Equatable, CustomStringConvertible {
         public var description: String
+        public init(description: String) { self.description = description }
     }
 
     public init(address: String, kind: ButtonKind, name: String? = nil, bindkey: String? = nil,
                 mapping: ButtonMapping = ButtonMapping()) throws(Invalid) {
-        guard let normalized = Self.normalize(address: address) else {
-            throw Invalid(description: "invalid address '\(address)': expected six hex pairs like AA:BB:CC:DD:EE:FF")
+        let normalized: String
+        do { normalized = try BluetoothAddress(parsing: address).description } catch {
+            throw Invalid(description: "invalid address '\(DisplayText.escaped(address, maxLength: 40))': \(error)")
         }
         if let bindkey {
-            guard bindkey.count == 32, bindkey.allSatisfy(\.isHexDigit) else {
-                throw Invalid(description: "invalid bindkey: expected 32 hex digits (got \(bindkey.count) characters)")
+            if case .failure(let problem) = Self.parseBindkey(bindkey) {
+                throw Invalid(description: problem.description)
             }
             guard kind == .bthome else {
                 throw Invalid(description: "a bindkey is only for BTHome buttons")
@@ -48,13 +50,18 @@ public struct ButtonConfig: Sendable, Equatable, Hashable, Codable {
         self.mapping = mapping
     }
 
-    /// "aa-bb-cc-dd-ee-ff" or "AA:BB:…" → "AA:BB:CC:DD:EE:FF"; nil for anything else.
-    public static func normalize(address: String) -> String? {
-        let parts = address.split(separator: ":", omittingEmptySubsequences: false).count == 6
-            ? address.split(separator: ":", omittingEmptySubsequences: false)
-            : address.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
-        return parts.map { $0.uppercased() }.joined(separator: ":")
+    /// A BTHome bindkey's 16 bytes from its 32 hex digits (ASCII only, any case), or the one-line reason
+    /// it is not one.
+    public static func parseBindkey(_ text: String) -> Result<[UInt8], Invalid> {
+        do { return .success(try HexBytes.parse(text, count: 16)) } catch {
+            return .failure(Invalid(description: "invalid bindkey: \(error)"))
+        }
+    }
+
+    /// This button's bindkey as bytes: nil without one, `.failure` when the stored text is not a key
+    /// (a button must then never act: it is not run without its key).
+    public var bindkeyBytes: Result<[UInt8], Invalid>? {
+        bindkey.map(Self.parseBindkey)
     }
 
     /// A battery sample's power-source name: "button:<name>".

@@ -1,3 +1,4 @@
+import DoseTapCore
 import Foundation
 import Logging
 import Synchronization
@@ -144,7 +145,7 @@ public final class BlueZClient: Sendable {
         func address(path: String, properties: [String: DBusValue]) -> String? {
             lock.lock()
             defer { lock.unlock() }
-            if let a = properties["Address"]?.string, let n = Self.normalize(a) {
+            if let a = properties["Address"]?.string, let n = BluetoothAddress.canonical(a) {
                 byPath[path] = n
                 return n
             }
@@ -152,12 +153,7 @@ public final class BlueZClient: Sendable {
             // BlueZ names device objects …/dev_AA_BB_CC_DD_EE_FF.
             guard let last = path.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
             let candidate = last.dropFirst(4).replacingOccurrences(of: "_", with: ":")
-            return Self.normalize(candidate)
-        }
-        static func normalize(_ s: String) -> String? {
-            let parts = s.split(separator: ":")
-            guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
-            return parts.map { $0.uppercased() }.joined(separator: ":")
+            return BluetoothAddress.canonical(candidate)
         }
     }
 

@@ -47,12 +47,12 @@ public enum ITagGATT {
     /// The device object of `address` ("AA:BB:CC:DD:EE:FF") under any adapter: by its `Address`, else by its
     /// path (`…/dev_AA_BB_CC_DD_EE_FF`). A connected one wins when several adapters know it.
     public static func devicePath(address: String, in tree: Tree) -> String? {
-        guard let wanted = BlueZClient.AddressBook.normalize(address) else { return nil }
+        guard let wanted = BluetoothAddress.canonical(address) else { return nil }
         let candidates = tree.compactMap { path, interfaces -> (String, Bool)? in
             guard let device = interfaces[Self.device] else { return nil }
-            let found = device["Address"]?.string.flatMap(BlueZClient.AddressBook.normalize)
+            let found = device["Address"]?.string.flatMap(BluetoothAddress.canonical)
                 ?? path.split(separator: "/").last.flatMap { last in
-                    last.hasPrefix("dev_") ? BlueZClient.AddressBook.normalize(last.dropFirst(4).replacingOccurrences(of: "_", with: ":")) : nil
+                    last.hasPrefix("dev_") ? BluetoothAddress.canonical(last.dropFirst(4).replacingOccurrences(of: "_", with: ":")) : nil
                 }
             guard found == wanted else { return nil }
             return (path, device["Connected"]?.bool == true)
@@ -137,7 +137,7 @@ public final class GATTButtonClient: Sendable {
     /// left cleanly (`StopNotify`; `Disconnect` too when `disconnectOnStop` and this client made the link).
     public func follow(address: String, disconnectOnStop: Bool = false,
                        _ handle: @escaping @Sendable (GATTButtonEvent) async -> Void) async {
-        guard let address = BlueZClient.AddressBook.normalize(address) else {
+        guard let address = BluetoothAddress.canonical(address) else {
             logger.error("not a Bluetooth address", metadata: ["address": "\(address)"])
             return
         }

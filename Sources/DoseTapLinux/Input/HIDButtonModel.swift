@@ -41,20 +41,17 @@ public struct HIDRemote: Sendable, Equatable, Hashable, CustomStringConvertible 
 
     public var description: String {
         var parts = [devnode, address]
-        if let name { parts.append("\"\(name)\"") }
+        if let name { parts.append("\"\(DisplayText.escaped(name))\"") } // the name the remote gives itself
         if let vendorID, let productID { parts.append(String(format: "%04x:%04x", vendorID, productID)) }
         return parts.joined(separator: ", ")
     }
 
     /// "aa:bb:cc:dd:ee:ff", "AA-BB-…" (optionally quoted or padded, as sysfs and udev write it) →
-    /// "AA:BB:CC:DD:EE:FF"; nil for anything else, including the all-zero address.
+    /// "AA:BB:CC:DD:EE:FF"; nil for anything that is not a device's address (`BluetoothAddress`: all-zero,
+    /// broadcast, multicast).
     public static func normalize(address text: String) -> String? {
         let trimmed = text.trimmingCharacters(in: CharacterSet.whitespacesAndNewlines.union(CharacterSet(charactersIn: "\"\0")))
-        let separator: Character = trimmed.contains(":") ? ":" : "-"
-        let parts = trimmed.split(separator: separator, omittingEmptySubsequences: false)
-        guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
-        let normalized = parts.map { $0.uppercased() }.joined(separator: ":")
-        return normalized == "00:00:00:00:00:00" ? nil : normalized
+        return BluetoothAddress.canonical(trimmed)
     }
 }
 

@@ -1,5 +1,7 @@
+import DoseTapCore
 import Foundation
 import Logging
+import Synchronization
 
 /// `org.freedesktop.Notifications` on the session bus: shows notifications with an urgency, a sound
 /// name and action buttons, and reports which button was pressed.
@@ -24,9 +26,11 @@ public final class DesktopNotifications: Sendable {
     static let path = "/org/freedesktop/Notifications"
 
     public let connection: DBusConnection
+    private let logger: Logger
 
-    public init(connection: DBusConnection) {
+    public init(connection: DBusConnection, logger: Logger = Logger(label: "dosetap.notifications")) {
         self.connection = connection
+        self.logger = logger
     }
 
     /// The session bus's notification service, or nil when there is no session bus (a headless Pi):
@@ -37,7 +41,7 @@ public final class DesktopNotifications: Sendable {
             return nil
         }
         do {
-            return DesktopNotifications(connection: try DBusConnection(bus: .session, logger: logger))
+            return DesktopNotifications(connection: try DBusConnection(bus: .session, logger: logger), logger: logger)
         } catch {
             logger.info("no session bus: desktop notifications are logged only", metadata: ["error": "\(error)"])
             return nil
@@ -72,12 +76,57 @@ public final class DesktopNotifications: Sendable {
                                       member: "CloseNotification", arguments: [.uint32(id)])
     }
 
-    /// Buttons pressed on notifications. Signals with unexpected arguments are dropped.
+    /// The unique name of the notification server (the owner of `org.freedesktop.Notifications`), or nil
+    /// when none is running.
+    public func owner() async -> String? {
+        try? await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                   member: "GetNameOwner", arguments: [.string(Self.name)]).first?.string
+    }
+
+    /// Buttons pressed on notifications, only as the notification server reports them: any process on
+    /// the session bus can send an `ActionInvoked` signal with our path, so a signal whose sender is not
+    /// the current owner of `org.freedesktop.Notifications` is dropped (and logged). The owner is
+    /// followed through `NameOwnerChanged` (a restarted server counts at once). Signals with unexpected
+    /// arguments are dropped.
     public func invocations() async throws -> AsyncStream<Invocation> {
-        let signals = try await connection.signals(DBusMatchRule(path: Self.path, interface: Self.name, member: "ActionInvoked"))
+        let signals = try await connection.signals(DBusMatchRule(sender: Self.name, path: Self.path, interface: Self.name,
+                                                                 member: "ActionInvoked"))
+        let owners = try await connection.signals(DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                                                member: "NameOwnerChanged", arg0: Self.name))
+        // Read after subscribing, so no change of owner falls in between.
+        let owner = Shared<String?>(await self.owner())
         let (stream, continuation) = AsyncStream<Invocation>.makeStream()
+        let follow = Task {
+            for await m in owners {
+                // Only the bus itself sends NameOwnerChanged (nobody else can own org.freedesktop.DBus).
+                guard m.sender == "org.freedesktop.DBus", m.body.count == 3, m.body[0].string == Self.name,
+                      let new = m.body[2].string else { continue }
+                owner.withLock { $0 = new.isEmpty ? nil : new }
+            }
+        }
+        let logger = self.logger
+        let refusedSenders = Shared<Set<String>>([])
         let task = Task {
             for await message in signals {
+                guard message.path == Self.path, message.interface == Self.name, message.member == "ActionInvoked" else { continue }
+                var fromServer = message.sender != nil && owner.withLock { $0 } == message.sender
+                if !fromServer {
+                    // NameOwnerChanged of a server that just started may still be on its way: ask the bus.
+                    let now = await self.owner()
+                    owner.withLock { $0 = now }
+                    fromServer = now != nil && message.sender == now
+                }
+                guard fromServer else {
+                    // Once per sender (a flood of forgeries must not flood the log).
+                    let first = refusedSenders.withLock { senders in
+                        senders.count < 64 && senders.insert(message.sender ?? "").inserted
+                    }
+                    guard first else { continue }
+                    logger.warning("notification action refused: not sent by the notification server", metadata: [
+                        "sender": "\(DisplayText.escaped(message.sender ?? "none"))",
+                    ])
+                    continue
+                }
                 guard message.body.count == 2, case .uint32(let id) = message.body[0], case .string(let action) = message.body[1] else {
                     continue
                 }
@@ -85,7 +134,17 @@ public final class DesktopNotifications: Sendable {
             }
             continuation.finish()
         }
-        continuation.onTermination = { _ in task.cancel() }
+        continuation.onTermination = { _ in
+            task.cancel()
+            follow.cancel()
+        }
         return stream
     }
+}
+
+/// A value behind a lock, shared by the tasks of one stream.
+private final class Shared<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
 }
