@@ -92,7 +92,7 @@ public enum Agent {
             services.append(.init(service: ButtonService(
                 bluez: bluez, hid: hid, buttons: ButtonRepository(database: database),
                 repository: repository, samples: BatterySampleRepository(database: database), feedback: feedback,
-                clock: SystemClock(), logger: logger, databaseChanges: buttonWatcher?.changes, onRecorded: { scheduler.poke() })))
+                clock: SystemClock(), logger: logger, databaseChanges: buttonWatcher?.changes, doses: doses)))
         }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval)))

@@ -20,6 +20,8 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     let itags = ITagFollowers()
     private let buttons: ButtonRepository
     private let repository: DoseRepository
+    /// The dose use case every press goes through (policy, commit, the battery nudge after Dose 1, events).
+    private let doses: DoseUseCases
     private let samples: BatterySampleRepository
     private let feedback: FeedbackNotifier?
     let clock: any WallClock
@@ -35,6 +37,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
 
     public init(bluez: BlueZClient?, hid: HIDButtonSource? = nil, buttons: ButtonRepository, repository: DoseRepository, samples: BatterySampleRepository,
                 feedback: FeedbackNotifier?, clock: any WallClock, logger: Logger, databaseChanges: AsyncStream<Void>?,
+                doses: DoseUseCases? = nil,
                 onRecorded: @escaping @Sendable () -> Void = {},
                 onHandled: @escaping @Sendable (BLEAdvert, [DoseOutcome]) -> Void = { _, _ in },
                 observer: (@Sendable (ButtonIntent) -> Void)? = nil) {
@@ -44,6 +47,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         self.hid = hid
         self.buttons = buttons
         self.repository = repository
+        self.doses = doses ?? DoseUseCases(repository: repository, clock: clock)
         self.samples = samples
         self.feedback = feedback
         self.clock = clock
@@ -187,18 +191,21 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             case .allow:
                 break
             }
-            let now = clock.now()
             do {
-                let result = try repository.submit(DoseInput(command: command, source: .button, issuedAt: intent.at), now: now,
-                                                   timeZone: clock.timeZone)
+                let submission = try doses.submit(command, source: .button, issuedAt: intent.at)
+                let result = submission.outcome
                 results.append(result)
                 switch result {
                 case .recorded(_, let confirmation, _):
                     logger.notice("button action recorded", metadata: [
                         "button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)", "result": "\(confirmation)",
                     ])
+                    if let nudge = submission.nudge {
+                        logger.warning("\(nudge.header): \(nudge.oneLine)")
+                    }
                     onRecorded()
-                    await feedback?.play(.doseRecorded, title: confirmation, body: "")
+                    // A Dose 1 on a battery that will not last until the reminder says so with the confirmation.
+                    await feedback?.play(.doseRecorded, title: confirmation, body: submission.nudge?.oneLine ?? "")
                 case .refused(let refusal, _):
                     logger.notice("button action rejected", metadata: [
                         "button": "\(DisplayText.escaped(intent.button.name))", "gesture": "\(intent.gesture.rawValue)", "reason": "\(refusal.message)",

@@ -4,6 +4,7 @@ import DoseTapLinux
 import DoseTapStore
 import DoseTapTesting
 import Foundation
+import InMemoryLogging
 import Logging
 import Testing
 
@@ -87,5 +88,36 @@ struct HIDButtonServiceTests {
         let outcomes = await s.expireHID(address: Self.address, at: start.addingTimeInterval(1.0))
         #expect(recorded(outcomes) == 1)
         #expect(try repo.status(now: clock.now(), timeZone: clock.timeZone).phase == .idle)
+    }
+
+    @Test("a press that records Dose 1 on a draining battery carries the battery-at-reminder nudge (log, feedback, event)")
+    func dose1Nudge() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-hid-\(UUID().uuidString)")
+        let db = try DoseTapDatabase(directory: dir)
+        var mapping = ButtonMapping()
+        mapping.noDouble = true
+        try ButtonRepository(database: db).save(try ButtonConfig(address: Self.address, kind: .hid, name: "shutter", mapping: mapping))
+        let repo = DoseRepository(database: db)
+        // 34 % at 8 %/h: 12 % left at the reminder 165 min later.
+        let draining = BatteryStatus(state: PowerState(raw: [.battery(capacity: 34, energyNowWh: 17, energyFullWh: 50, powerW: 4),
+                                                            .mains(online: false)]),
+                                     drain: DrainEstimate(percentPerHour: 8, source: .hardware))
+        let bus = EventBus()
+        let events = bus.subscribe()
+        let logs = InMemoryLogHandler()
+        let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db), repository: repo,
+                              samples: BatterySampleRepository(database: db), feedback: nil, clock: clock,
+                              logger: Logger(label: "t") { _ in logs }, databaseChanges: nil,
+                              doses: DoseUseCases(repository: repo, clock: clock, battery: { draining }, events: bus))
+        let now = clock.now()
+        _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
+        #expect(recorded(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))) == 1)
+        #expect(logs.entries.contains { $0.level == .warning && $0.message.description == "Low Battery Warning: Estimated battery at reminder: 12% — Consider plugging in." })
+        bus.finish()
+        var nudges: [String] = []
+        for await event in events {
+            if case .doseRecorded(let e, _, _, let nudge) = event, e.source == .button { nudges.append(nudge?.headline ?? "none") }
+        }
+        #expect(nudges == ["Estimated battery at reminder: 12%"])
     }
 }
