@@ -24,11 +24,13 @@ struct BlueZScenario: Decodable, Sendable, CustomStringConvertible {
     var objects: [MockObject]?
     var timeline: [Step]
     var expect: Expectation
+    /// A `hw-fixtures/power_supply` recording the agent runs under (umockdev-run), or none.
+    var powerSupply: String?
 
     var description: String { name }
 
     /// `name` is the file's, not a key.
-    enum CodingKeys: String, CodingKey { case summary, source, setup, adapters, devices, itags, objects, timeline, expect }
+    enum CodingKeys: String, CodingKey { case summary, source, setup, adapters, devices, itags, objects, timeline, expect, powerSupply }
 
     struct Adapter: Decodable, Sendable { var name: String; var alias: String }
     struct Device: Decodable, Sendable { var adapter: String; var address: String; var alias: String }
@@ -167,7 +169,7 @@ struct BlueZScenarioTests {
             let mock = try DBusConnection(bus: .address(bus.address))
             let forger = try DBusConnection(bus: .address(bus.address))
             try await populate(mock, scenario)
-            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+            let (exe, argv) = cli.command(["agent"], scenario: scenario.powerSupply, fakeTime: nil)
             var restarted: [Task<Void, any Error>] = []
             let result = try await Subprocess.run(
                 exe, arguments: Arguments(argv),
