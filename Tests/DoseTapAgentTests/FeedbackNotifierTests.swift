@@ -51,17 +51,17 @@ struct FeedbackNotifierTests {
     }
 
     /// The Notify calls the mock daemon received: (summary, actions, hints).
-    func notifyCalls(_ w: World) async throws -> [(summary: String, actions: [String], hints: [String: DBusValue])] {
+    func notifyCalls(_ w: World) async throws -> [(summary: String, body: String, actions: [String], hints: [String: DBusValue])] {
         let reply = try await w.desktop.connection.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                                         interface: "org.freedesktop.DBus.Mock", member: "GetMethodCalls",
                                                         arguments: [.string("Notify")])
         return (reply.first?.array ?? []).compactMap { call in
             guard case .structure(let fields) = call, fields.count == 2, let args = fields[1].array, args.count == 8 else { return nil }
-            return (args[3].string ?? "", (args[5].array ?? []).compactMap(\.string), args[6].stringKeyed ?? [:])
+            return (args[3].string ?? "", args[4].string ?? "", (args[5].array ?? []).compactMap(\.string), args[6].stringKeyed ?? [:])
         }
     }
 
-    func waitForNotify(_ w: World, count: Int) async throws -> [(summary: String, actions: [String], hints: [String: DBusValue])] {
+    func waitForNotify(_ w: World, count: Int) async throws -> [(summary: String, body: String, actions: [String], hints: [String: DBusValue])] {
         for _ in 0..<250 {
             let calls = try await notifyCalls(w)
             if calls.count >= count { return calls }
@@ -309,17 +309,6 @@ struct FeedbackNotifierTests {
                                               .string(args.map(\.signature).joined()), .array(elementSignature: "v", args.map { .variant($0) })])
     }
 
-    /// The bodies of the Notify calls the mock daemon received, in order.
-    func notifyBodies(_ w: World) async throws -> [String] {
-        let reply = try await w.desktop.connection.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
-                                                        interface: "org.freedesktop.DBus.Mock", member: "GetMethodCalls",
-                                                        arguments: [.string("Notify")])
-        return (reply.first?.array ?? []).compactMap { call in
-            guard case .structure(let fields) = call, fields.count == 2, let args = fields[1].array, args.count == 8 else { return nil }
-            return args[4].string
-        }
-    }
-
     @Test("Take Now that records Dose 1 on a draining battery: the confirmation carries the battery-at-reminder nudge")
     func takeNowDose1Nudge() async throws {
         // 34 % at 8 %/h: 12 % left at the reminder 165 min later → "Low Battery Warning".
@@ -342,7 +331,7 @@ struct FeedbackNotifierTests {
             #expect(event.source == .notification)
             let calls = try await waitForNotify(w, count: 2)
             #expect(calls.last?.summary.hasPrefix("Dose 1 taken at 22:30.") == true)
-            #expect(try await notifyBodies(w).last == "Estimated battery at reminder: 12% — Consider plugging in.")
+            #expect(calls.last?.body == "Estimated battery at reminder: 12% — Consider plugging in.")
         }
     }
 }

@@ -15,7 +15,8 @@ struct HIDButtonServiceTests {
     /// Times are all on the fake clock (never the wall clock), so a slow machine cannot make a press stale.
     let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_000), timeZone: TimeZone(identifier: "America/New_York")!)
 
-    func service(noDouble: Bool = false) throws -> (ButtonService, DoseRepository) {
+    func service(noDouble: Bool = false, battery: BatteryStatus? = nil, events: EventBus? = nil,
+                 logger: Logger = Logger(label: "t")) throws -> (ButtonService, DoseRepository) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-hid-\(UUID().uuidString)")
         let db = try DoseTapDatabase(directory: dir)
         var mapping = ButtonMapping()
@@ -24,8 +25,8 @@ struct HIDButtonServiceTests {
         let repo = DoseRepository(database: db)
         let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db), repository: repo,
                               samples: BatterySampleRepository(database: db), feedback: nil,
-                              clock: clock,
-                              logger: Logger(label: "t"), databaseChanges: nil)
+                              clock: clock, logger: logger, databaseChanges: nil,
+                              doses: DoseUseCases(repository: repo, clock: clock, battery: { battery }, events: events))
         return (s, repo)
     }
 
@@ -92,12 +93,6 @@ struct HIDButtonServiceTests {
 
     @Test("a press that records Dose 1 on a draining battery carries the battery-at-reminder nudge (log, feedback, event)")
     func dose1Nudge() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-hid-\(UUID().uuidString)")
-        let db = try DoseTapDatabase(directory: dir)
-        var mapping = ButtonMapping()
-        mapping.noDouble = true
-        try ButtonRepository(database: db).save(try ButtonConfig(address: Self.address, kind: .hid, name: "shutter", mapping: mapping))
-        let repo = DoseRepository(database: db)
         // 34 % at 8 %/h: 12 % left at the reminder 165 min later.
         let draining = BatteryStatus(state: PowerState(raw: [.battery(capacity: 34, energyNowWh: 17, energyFullWh: 50, powerW: 4),
                                                             .mains(online: false)]),
@@ -105,10 +100,7 @@ struct HIDButtonServiceTests {
         let bus = EventBus()
         let events = bus.subscribe()
         let logs = InMemoryLogHandler()
-        let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db), repository: repo,
-                              samples: BatterySampleRepository(database: db), feedback: nil, clock: clock,
-                              logger: Logger(label: "t") { _ in logs }, databaseChanges: nil,
-                              doses: DoseUseCases(repository: repo, clock: clock, battery: { draining }, events: bus))
+        let (s, _) = try service(noDouble: true, battery: draining, events: bus, logger: Logger(label: "t") { _ in logs })
         let now = clock.now()
         _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
         #expect(recorded(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))) == 1)
