@@ -36,9 +36,15 @@ public struct DoseRepository: Sendable {
                 if let c = cached, c.dataVersion != version || c.localWrites != writes || since < c.since {
                     cached = nil
                 }
-                let current: DoseLogCache
+                var current: DoseLogCache
                 if let cached {
                     current = cached
+                    // The same window a fresh read would give: events since the horizon, plus the last 64.
+                    let cutoff = current.events.count - 64
+                    if cutoff > 0, current.events[..<cutoff].contains(where: { $0.at < since }) {
+                        current.events = current.events.enumerated()
+                            .filter { $0.offset >= cutoff || $0.element.at >= since }.map(\.element)
+                    }
                 } else {
                     let (events, unreadable) = try Self.events(db, since: since)
                     current = DoseLogCache(dataVersion: version, localWrites: writes, since: since, events: events,

@@ -45,21 +45,24 @@ struct DoseLogCacheTests {
         #expect(recordedKind(try submit(repo, .take(confirmLate: false), at: t0.addingTimeInterval(2))) == .dose1(targetMinutes: 210))
     }
 
-    @Test("property: two connections taking turns decide exactly as fresh reads would")
+    @Test("property: two connections taking turns decide exactly as fresh reads would (over many nights)")
     func interleaved() async {
-        let commands = Gen.int(in: 0...3).array(of: 30)
-        let who = Gen.int(in: 0...1).array(of: 30)
-        let steps = Gen.double(in: 0...40).array(of: 30)
-        await propertyCheck(count: 25, input: commands, who, steps) { commands, who, steps in
+        let n = 160
+        let commands = Gen.int(in: 0...5).array(of: n)
+        let who = Gen.int(in: 0...1).array(of: n)
+        let steps = Gen.double(in: 0...40).array(of: n)
+        await propertyCheck(count: 8, input: commands, who, steps) { commands, who, steps in
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-cache-\(UUID().uuidString)")
             let repos = [DoseRepository(database: try DoseTapDatabase(directory: dir)),
                          DoseRepository(database: try DoseTapDatabase(directory: dir))]
+            // A third connection that always reads the log afresh: what a decision must see.
+            let fresh = DoseRepository(database: try DoseTapDatabase(directory: dir))
             var now = t0
-            for i in 0..<commands.count {
-                now = now.addingTimeInterval(steps[i] < 4 ? steps[i] : (steps[i] - 4) * 600)
-                let command: DoseCommand = [.take(confirmLate: false), .snooze, .undo, .skip(nil)][commands[i]]
-                // What a fresh connection (no kept log) would decide, then the kept one's decision.
-                let fresh = DoseRepository(database: try DoseTapDatabase(directory: dir))
+            for i in 0..<n {
+                // Seconds (undo), minutes (the window), hours (the next nights: the kept log is trimmed).
+                now = now.addingTimeInterval(steps[i] < 4 ? steps[i] : steps[i] < 30 ? (steps[i] - 4) * 600 : (steps[i] - 30) * 7200)
+                let command: DoseCommand = [.take(confirmLate: false), .take(confirmLate: false), .snooze, .undo, .skip(nil),
+                                            .take(confirmLate: true)][commands[i]]
                 let log = try fresh.recentLog(now: now)
                 let expected = DosePolicy.decide(DoseInput(command: command, source: .cli, issuedAt: now), log: log, now: now,
                                                  timeZone: ny, targetMinutes: 165)
@@ -71,5 +74,23 @@ struct DoseLogCacheTests {
                 }
             }
         }
+    }
+
+    @Test("a long-running process keeps only the recent window: a hundred nights later the kept log is small")
+    func trimmed() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-cache-\(UUID().uuidString)")
+        let db = try DoseTapDatabase(directory: dir)
+        let repo = DoseRepository(database: db)
+        var now = t0
+        for _ in 0..<100 {
+            _ = try submit(repo, .take(confirmLate: false), at: now)
+            _ = try submit(repo, .take(confirmLate: false), at: now.addingTimeInterval(170 * 60))
+            now = now.addingTimeInterval(24 * 3600)
+        }
+        _ = try submit(repo, .take(confirmLate: false), at: now)
+        let kept = try #require(db.doseLogCache.withLock { $0 })
+        #expect(try repo.count() == 201)
+        #expect(kept.events.count <= 64 + 4)
+        #expect(kept.events.last?.kind == .dose1(targetMinutes: 165))
     }
 }
