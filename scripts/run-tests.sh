@@ -51,3 +51,7 @@ swift test --skip-build --disable-xctest --skip UdevFixtures
 
 # The dose log under SIGKILL, briefly (scripts/crash-safety.sh 300 is the full run, see docs/performance.md).
 scripts/crash-safety.sh 40
+
+# Every libFuzzer target, briefly: 10^5 executions each, failing on any crash (make fuzz runs 10^7; see
+# docs/performance.md, "Fuzzing").
+scripts/fuzz.sh 100000
