@@ -4,9 +4,10 @@
 #   scripts/fuzz.sh 10000000            every target to 10^7 executions (make fuzz)
 #   scripts/fuzz.sh 100000              the short run at the end of scripts/run-tests.sh
 #   scripts/fuzz.sh 100000 bthome dbus  some targets only
-# Targets: bthome bthome-decrypt power-supply dbus hid config. Seeds come from Fuzz/corpus/<target>
+# Targets: bthome bthome-decrypt power-supply dbus hid config. DOSETAP_FUZZ_SCRATCH overrides the
+# scratch path (.build-fuzz). Seeds come from Fuzz/corpus/<target>
 # (scripts/make-fuzz-seeds.py); what the fuzzer learns accumulates in .build-fuzz/corpus/<target>.
-# A crash, a broken invariant (fatalError), a leak-free timeout (30 s per input) or running out of
+# A crash, a broken invariant (fatalError), a timeout (30 s per input) or running out of
 # memory fails the script; libFuzzer's reproducer lands in .build-fuzz/artifacts/<target>/ and
 # `.build-fuzz/release/fuzz-<target> FILE` replays it. Prints executions, time and exec/s per target.
 set -euo pipefail
@@ -17,7 +18,7 @@ shift
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(bthome bthome-decrypt power-supply dbus hid config)
 
-scratch=.build-fuzz
+scratch=${DOSETAP_FUZZ_SCRATCH:-.build-fuzz}
 export DOSETAP_FUZZ=1
 # libFuzzer writes its crash file only if the Swift runtime's backtracer does not take the signal first.
 export SWIFT_BACKTRACE=enable=no
