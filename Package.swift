@@ -155,3 +155,25 @@ let package = Package(
         ),
     ]
 )
+
+// libFuzzer targets (Fuzz/, scripts/fuzz.sh): declared only when DOSETAP_FUZZ is set, so the normal build
+// and `swift build --build-tests` never see them (they have no main() of their own: libFuzzer's runtime
+// provides it, linked by --sanitize=fuzzer). Build one with
+//   DOSETAP_FUZZ=1 swift build -c release -Xswiftc -enable-testing --sanitize=fuzzer --product fuzz-bthome --scratch-path .build-fuzz
+if Context.environment["DOSETAP_FUZZ"] != nil {
+    package.targets += [
+        .target(name: "DoseTapFuzzSupport", path: "Fuzz/Support", swiftSettings: strict),
+        .executableTarget(name: "fuzz-bthome", dependencies: ["DoseTapCore", "DoseTapFuzzSupport"],
+                          path: "Fuzz/BTHome", swiftSettings: strict),
+        .executableTarget(name: "fuzz-bthome-decrypt", dependencies: ["DoseTapCore", "DoseTapCrypto", "DoseTapFuzzSupport"],
+                          path: "Fuzz/BTHomeDecrypt", swiftSettings: strict),
+        .executableTarget(name: "fuzz-power-supply", dependencies: ["DoseTapCore", "DoseTapFuzzSupport"],
+                          path: "Fuzz/PowerSupply", swiftSettings: strict),
+        .executableTarget(name: "fuzz-dbus", dependencies: ["DoseTapLinux", "CDBus", "DoseTapFuzzSupport"],
+                          path: "Fuzz/DBus", swiftSettings: strict),
+        .executableTarget(name: "fuzz-hid", dependencies: ["DoseTapLinux", "DoseTapCore", "CLinuxInput", "DoseTapFuzzSupport"],
+                          path: "Fuzz/HID", swiftSettings: strict),
+        .executableTarget(name: "fuzz-config", dependencies: ["DoseTapAgent", "DoseTapFuzzSupport"],
+                          path: "Fuzz/Config", swiftSettings: strict),
+    ]
+}

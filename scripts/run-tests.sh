@@ -15,14 +15,19 @@ done
 
 # Leftovers of an interrupted earlier run: agents started by the end-to-end tests (their HOME is a
 # dosetap-cli-* temporary directory) and faketime's shared memory of processes that no longer exist.
+# Only orphans (parent PID 1): a test run going on beside this one (another checkout, make sanitize)
+# still owns its agents and buses.
+orphan() { [[ $(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ') == 1 ]]; }
 cleanup() {
   for pid in $(pgrep -f 'dosetap agent' || true); do
-    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -q '^HOME=.*/dosetap-cli-'; then kill -KILL "$pid" 2>/dev/null || true; fi
+    if orphan "$pid" && tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -q '^HOME=.*/dosetap-cli-'; then kill -KILL "$pid" 2>/dev/null || true; fi
   done
   # Private buses and python-dbusmock servers of the D-Bus tests (each bus lives in a dosetap-bus-* directory).
-  pkill -KILL -f 'dbus-daemon --config-file=.*/dosetap-bus-' 2>/dev/null || true
+  for pid in $(pgrep -f 'dbus-daemon --config-file=.*/dosetap-bus-' || true); do
+    if orphan "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  done
   for pid in $(pgrep -f 'python3 -m dbusmock' || true); do
-    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -q 'dosetap-bus-'; then kill -KILL "$pid" 2>/dev/null || true; fi
+    if orphan "$pid" && tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -q 'dosetap-bus-'; then kill -KILL "$pid" 2>/dev/null || true; fi
   done
   for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
     [[ -e $f ]] || continue
@@ -36,18 +41,41 @@ trap cleanup EXIT
 # The reference BTHome parser (bthome-ble from PyPI, pinned) for the differential tests.
 scripts/bthome-reference.sh >/dev/null
 
-swift build --build-tests
-export DOSETAP_BIN="$PWD/.build/debug/dosetap"
+# DOSETAP_SANITIZER=address|thread (scripts/sanitize.sh, make sanitize): the same suite built with that
+# sanitizer in its own scratch path (.build-asan, .build-tsan); the crash-safety and fuzz runs are left out.
+swiftpm=()
+scratch=.build
+case ${DOSETAP_SANITIZER:-} in
+  "") ;;
+  address) scratch=.build-asan ;;
+  thread) scratch=.build-tsan ;;
+  *) echo "run-tests: DOSETAP_SANITIZER is address or thread, not $DOSETAP_SANITIZER" >&2; exit 2 ;;
+esac
+[[ -z ${DOSETAP_SANITIZER:-} ]] || swiftpm=(--sanitize="$DOSETAP_SANITIZER" --scratch-path "$scratch")
+
+swift build --build-tests "${swiftpm[@]}"
+export DOSETAP_BIN="$PWD/$scratch/debug/dosetap"
+if [[ -n ${DOSETAP_SANITIZER:-} ]]; then
+  # libfaketime deadlocks a sanitizer-instrumented process at start: the CLI runs under faketime use the
+  # plain build; every other end-to-end run (the agent, the BlueZ scenarios, umockdev) the sanitized one.
+  swift build --product dosetap
+  export DOSETAP_BIN_FAKETIME="$PWD/.build/debug/dosetap"
+fi
 if [[ $# -gt 0 ]]; then
-  umockdev-wrapper swift test --skip-build --disable-xctest "$@"
+  umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" "$@"
   exit
 fi
 # The tests that build umockdev testbeds in-process run in their own process under umockdev-wrapper
 # (libumockdev-preload redirects /sys, /dev and udev netlink for the whole process, so nothing else may
 # run beside them); every other test runs in a second process without the preload. The end-to-end
 # tests start `umockdev-run` themselves.
-umockdev-wrapper swift test --skip-build --disable-xctest --filter UdevFixtures
-swift test --skip-build --disable-xctest --skip UdevFixtures
+umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
+swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures
+[[ -z ${DOSETAP_SANITIZER:-} ]] || exit 0
 
 # The dose log under SIGKILL, briefly (scripts/crash-safety.sh 300 is the full run, see docs/performance.md).
 scripts/crash-safety.sh 40
+
+# Every libFuzzer target, briefly: 10^5 executions each, failing on any crash (make fuzz runs 10^7; see
+# docs/performance.md, "Fuzzing").
+scripts/fuzz.sh 100000

@@ -107,13 +107,14 @@ public struct AgentConfiguration: Sendable, Equatable {
     }
 
     public static func parse(_ text: String, source: String = "config.toml") throws(ConfigurationError) -> AgentConfiguration {
+        if let problem = TOMLSubset.problem(in: text) { throw ConfigurationError("\(source): \(problem)") }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
-            throw ConfigurationError("\(source): \(error.description) at line \(error.source.begin.line)")
+            throw ConfigurationError("\(source): \(TOMLSubset.oneLine(error.description)) at line \(error.source.begin.line)")
         } catch {
-            throw ConfigurationError("\(source): \(error)")
+            throw ConfigurationError("\(source): \(TOMLSubset.oneLine("\(error)"))")
         }
         var config = AgentConfiguration()
         let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"]]

@@ -14,6 +14,13 @@ struct CLI {
             ?? Fixtures.packageRoot.appendingPathComponent(".build/debug/dosetap").path
     }
 
+    /// The binary run under faketime. scripts/sanitize.sh points it at the plain build: libfaketime's
+    /// preload deadlocks a sanitizer-instrumented process at start (its clock_gettime is called before
+    /// it is initialised).
+    static var fakeTimeBinary: String {
+        ProcessInfo.processInfo.environment["DOSETAP_BIN_FAKETIME"] ?? binary
+    }
+
     let home: URL
 
     init() throws {
@@ -46,12 +53,17 @@ struct CLI {
             "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
             "NO_COLOR": "1",
         ]
+        // Under scripts/sanitize.sh the binary is built with a sanitizer: it gets the same options as the
+        // test process (LeakSanitizer off, halt on the first report).
+        for key in ["ASAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"] {
+            if let value = ProcessInfo.processInfo.environment[key] { env[Environment.Key(stringLiteral: key)] = value }
+        }
         for (k, v) in extra { env[Environment.Key(stringLiteral: k)] = v }
         return .custom(env)
     }
 
     func command(_ args: [String], scenario: String?, fakeTime: String?) -> (Executable, [String]) {
-        var argv = [CLI.binary] + args
+        var argv = [fakeTime == nil ? CLI.binary : CLI.fakeTimeBinary] + args
         // "-f" with an absolute time freezes the clock: every run sees exactly that instant.
         if let fakeTime { argv = ["/usr/bin/faketime", "-f", fakeTime] + argv }
         if let scenario {
