@@ -213,8 +213,8 @@ struct AgentReminderTests {
     func cancelled() async throws {
         let cli = try CLI()
         let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
-        // The reminder is due in 12 s; Dose 2 is taken now (the window is open).
-        let due = Date().addingTimeInterval(12)
+        // The reminder is due in 25 s (room for a busy 2-core machine to start the agent and run the CLI); Dose 2 is taken now.
+        let due = Date().addingTimeInterval(25)
         let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: due.addingTimeInterval(-165 * 60),
                               timeZone: "America/New_York", source: .cli)
         try repo.append([dose1])
