@@ -5,7 +5,8 @@ import TOMLKit
 /// A configuration problem, in one line: which file, which key, what is wrong.
 public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// Control characters (a line break in a quoted value or key) are escaped: the error is one line.
+    public init(_ description: String) { self.description = TOMLSubset.oneLine(description) }
 }
 
 /// `config.toml`. Every key is optional; a missing file means the defaults (a file that exists but cannot
@@ -112,9 +113,9 @@ public struct AgentConfiguration: Sendable, Equatable {
         do {
             table = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
-            throw ConfigurationError("\(source): \(TOMLSubset.oneLine(error.description)) at line \(error.source.begin.line)")
+            throw ConfigurationError("\(source): \(error.description) at line \(error.source.begin.line)")
         } catch {
-            throw ConfigurationError("\(source): \(TOMLSubset.oneLine("\(error)"))")
+            throw ConfigurationError("\(source): \(error)")
         }
         var config = AgentConfiguration()
         let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"]]

@@ -32,8 +32,9 @@ enum TOMLSubset {
         return nil
     }
 
-    /// toml++'s message with control characters escaped: it quotes the character it "saw", which can be
-    /// a line break, and a configuration error is one line (also found by Fuzz/Config).
+    /// A message with control characters escaped, for `ConfigurationError`: toml++ quotes the character
+    /// it "saw" and DoseTap quotes values and keys, and any of them can hold a line break (TOML escapes),
+    /// but a configuration error is one line (found by Fuzz/Config).
     static func oneLine(_ message: String) -> String {
         var out = ""
         for scalar in message.unicodeScalars {

@@ -137,6 +137,21 @@ struct ConfigurationTests {
         }
     }
 
+    /// Fuzz/Config: TOML escapes put line breaks into a value or a key, which the errors quote.
+    @Test("a quoted value or key with a line break still gives a one-line error", arguments: [
+        ("[alarm]\ntime = \"46:Uo\\n\\t.\"", "alarm.time: invalid time '46:Uo\\n\\t.'"),
+        ("[\"al\\narm\"]\ntime = \"06:30\"", "unknown section 'al\\narm'"),
+        ("[battery]\n\"poll\\r\" = 60", "unknown key 'battery.poll\\r'"),
+    ])
+    func quotedLineBreaks(text: String, message: String) {
+        #expect {
+            _ = try AgentConfiguration.parse(text)
+        } throws: { error in
+            let line = "\(error)"
+            return line.contains(message) && !line.contains("\n") && !line.contains("\r")
+        }
+    }
+
     @Test("the TOML the subset keeps: comments, dotted and quoted keys, inline tables, CRLF")
     func subsetKeepsValidFiles() throws {
         let dotted = try AgentConfiguration.parse("alarm.time = \"06:30\" # wake\r\nbattery . poll_seconds = 120\r\n")
