@@ -18,11 +18,16 @@ shift
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(bthome bthome-decrypt power-supply dbus hid config)
 
+# DOSETAP_FUZZ_BUILD=debug: a debug build (the short run of make test: a cold debug build of the six
+# targets takes about 6 min on this 2-core machine, a release one 15-30 min); release (default) for make fuzz.
+configuration=${DOSETAP_FUZZ_BUILD:-release}
+case $configuration in release|debug) ;; *) echo "fuzz: DOSETAP_FUZZ_BUILD is release or debug" >&2; exit 2 ;; esac
 scratch=${DOSETAP_FUZZ_SCRATCH:-.build-fuzz}
+[[ $configuration == release ]] || scratch=${DOSETAP_FUZZ_SCRATCH:-.build-fuzz-debug}
 export DOSETAP_FUZZ=1
 # libFuzzer writes its crash file only if the Swift runtime's backtracer does not take the signal first.
 export SWIFT_BACKTRACE=enable=no
-build=(swift build -c release -Xswiftc -enable-testing --sanitize=fuzzer --scratch-path "$scratch")
+build=(swift build -c "$configuration" -Xswiftc -enable-testing --sanitize=fuzzer --scratch-path "$scratch")
 
 start=$(date +%s)
 mkdir -p "$scratch"
