@@ -80,19 +80,9 @@ func printLine(_ text: String) {
 }
 
 /// An error message on one line: control characters (a newline from a file name, an escape sequence)
-/// shown escaped.
+/// shown escaped, with Core's one escaping rule for device and user text.
 func oneLine(_ text: String) -> String {
-    var out = ""
-    for scalar in text.unicodeScalars {
-        switch scalar.value {
-        case 0x0A: out += "\\n"
-        case 0x0D: out += "\\r"
-        case 0x09: out += "\\t"
-        case 0..<0x20, 0x7F, 0x80..<0xA0: out += String(format: "\\x%02x", scalar.value)
-        default: out.unicodeScalars.append(scalar)
-        }
-    }
-    return out
+    DisplayText.escaped(text, maxLength: 4096, doublingBackslashes: false)
 }
 
 extension Date {
