@@ -11,7 +11,7 @@ public final class ButtonRecognizers: Sendable {
     public init() {}
 
     /// Feeds one signal of `button`; returns the gestures it completed and when `expire` must run next.
-    public func feed(_ signal: ButtonSignal, button: ButtonConfig) -> (gestures: [RecognizedGesture], deadline: Date?) {
+    public func feed(_ signal: KeySignal, button: ButtonConfig) -> (gestures: [RecognizedGesture], deadline: Date?) {
         recognizers.withLock { all in
             var r = all[button.address] ?? GestureRecognizer(noDouble: button.mapping.noDouble)
             r.noDouble = button.mapping.noDouble

@@ -252,7 +252,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     }
 
     /// One raw signal of a HID remote or an iTag → the gestures it completes (with a timer for the rest).
-    func feed(_ signal: ButtonSignal, button: ButtonConfig) async -> [DoseOutcome] {
+    func feed(_ signal: KeySignal, button: ButtonConfig) async -> [DoseOutcome] {
         let (gestures, deadline) = recognizers.feed(signal, button: button)
         if let deadline { scheduleExpiry(address: button.address, at: deadline) }
         return await act(on: intents(button, gestures))

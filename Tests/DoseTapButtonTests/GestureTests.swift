@@ -9,7 +9,7 @@ struct GestureTests {
     func at(_ s: Double) -> Date { t0.addingTimeInterval(s) }
 
     /// Feeds signals, expiring at each one and at the end; returns the gestures in order.
-    func run(_ signals: [ButtonSignal], noDouble: Bool = false, until end: Double = 10) -> [ButtonGesture] {
+    func run(_ signals: [KeySignal], noDouble: Bool = false, until end: Double = 10) -> [ButtonGesture] {
         var r = GestureRecognizer(noDouble: noDouble)
         var out: [RecognizedGesture] = []
         for s in signals { out += r.feed(s) }
@@ -63,7 +63,7 @@ struct GestureTests {
     @Test("contact bounce within 50 ms is ignored; 51 ms apart are two edges", arguments: [(0.049, [ButtonGesture.single]), (0.051, [.double])])
     func debounce(bounce: Double, expected: [ButtonGesture]) {
         // Release, then a bounce back down-up shortly after.
-        let signals: [ButtonSignal] = [.down(at: at(0)), .up(at: at(0.1)), .down(at: at(0.1 + bounce)), .up(at: at(0.2 + bounce))]
+        let signals: [KeySignal] = [.down(at: at(0)), .up(at: at(0.1)), .down(at: at(0.1 + bounce)), .up(at: at(0.2 + bounce))]
         #expect(run(signals) == expected)
     }
 

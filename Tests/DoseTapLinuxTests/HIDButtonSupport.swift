@@ -65,7 +65,7 @@ func micros(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000_0
 enum Edge: Equatable, CustomStringConvertible {
     case down(Int64), up(Int64), press(Int64)
 
-    init(_ signal: ButtonSignal) {
+    init(_ signal: KeySignal) {
         switch signal {
         case .down(let t): self = .down(micros(t))
         case .up(let t): self = .up(micros(t))
@@ -215,7 +215,7 @@ final class HIDLocked<Value: Sendable>: Sendable {
 
 /// Drives a `GestureRecognizer` the way the agent does: each signal in time order, and `expire` at
 /// every `deadline` that passes before the next signal (and after the last one).
-func recognize(_ signals: [ButtonSignal], noDouble: Bool = false) -> [RecognizedGesture] {
+func recognize(_ signals: [KeySignal], noDouble: Bool = false) -> [RecognizedGesture] {
     var recognizer = GestureRecognizer(noDouble: noDouble)
     var out: [RecognizedGesture] = []
     func runDeadlines(before limit: Date?) {

@@ -170,7 +170,7 @@ struct HIDButtonReaderTests {
         outputs.compactMap { if case .signal(let s) = $0 { Edge(s) } else { nil } }
     }
 
-    static func signals(_ outputs: [HIDButtonReader.Output]) -> [ButtonSignal] {
+    static func signals(_ outputs: [HIDButtonReader.Output]) -> [KeySignal] {
         outputs.compactMap { if case .signal(let s) = $0 { s } else { nil } }
     }
 

@@ -64,8 +64,8 @@ public struct ButtonMapping: Sendable, Equatable, Hashable, Codable {
     }
 }
 
-/// A raw signal from a button that does not classify its own presses.
-public enum ButtonSignal: Sendable, Equatable {
+/// A raw key signal from a button that does not classify its own presses (the gesture recognizer classifies).
+public enum KeySignal: Sendable, Equatable {
     /// Key down (HID remotes), with the kernel's timestamp.
     case down(at: Date)
     /// Key up.
@@ -119,7 +119,7 @@ public struct GestureRecognizer: Sendable, Equatable {
         return candidates.min()
     }
 
-    public mutating func feed(_ signal: ButtonSignal) -> [RecognizedGesture] {
+    public mutating func feed(_ signal: KeySignal) -> [RecognizedGesture] {
         switch signal {
         case .down(let t):
             if let last = lastEdge, t.timeIntervalSince(last) < timing.debounce, t >= last { return [] }

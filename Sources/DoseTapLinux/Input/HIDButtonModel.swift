@@ -101,7 +101,7 @@ public enum HIDButtonEvent: Sendable, Equatable {
     case connected(HIDRemote, grabbed: Bool)
     /// A key went down or up, with the kernel's timestamp. One logical button per remote: every key
     /// of every node of that address counts, and overlapping keys make one press.
-    case signal(address: String, ButtonSignal)
+    case signal(address: String, KeySignal)
     /// The node stopped. `interruptedPress` is true when the remote's button was down and no `.up`
     /// will come for it: the consumer must drop that press (start a fresh `GestureRecognizer` for the
     /// address) rather than let it grow into a hold.
@@ -166,7 +166,7 @@ public struct HIDKeyDecoder: Sendable, Equatable {
     public var isDown: Bool { !held.isEmpty }
 
     /// `keyState` is asked only when resynchronising after `SYN_DROPPED` (nil: unknown).
-    public mutating func feed(_ event: InputEventRecord, keyState: () -> Set<UInt16>? = { nil }) -> [ButtonSignal] {
+    public mutating func feed(_ event: InputEventRecord, keyState: () -> Set<UInt16>? = { nil }) -> [KeySignal] {
         if event.type == InputEventRecord.evSyn {
             if event.code == InputEventRecord.synDropped {
                 dropping = true
@@ -195,7 +195,7 @@ public struct HIDKeyDecoder: Sendable, Equatable {
     }
 
     /// After lost events: adopt the keys that are down now, with the edge (if any) at `date`.
-    mutating func resync(to now: Set<UInt16>, at date: Date) -> [ButtonSignal] {
+    mutating func resync(to now: Set<UInt16>, at date: Date) -> [KeySignal] {
         ignoredHeld.formIntersection(now)
         let wasDown = !held.isEmpty
         held = now.subtracting(ignoredHeld)
@@ -216,7 +216,7 @@ public struct HIDRemoteMerger: Sendable, Equatable {
 
     /// The merged signal for `address`, or nil when another node already holds the button down (or
     /// still does).
-    public mutating func feed(address: String, node: String, _ signal: ButtonSignal) -> ButtonSignal? {
+    public mutating func feed(address: String, node: String, _ signal: KeySignal) -> KeySignal? {
         switch signal {
         case .down:
             var nodes = down[address] ?? []

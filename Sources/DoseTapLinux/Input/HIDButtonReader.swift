@@ -23,7 +23,7 @@ import Logging
 /// Every output is delivered on `queue`; all mutable state lives there.
 public final class HIDButtonReader: @unchecked Sendable {
     public enum Output: Sendable, Equatable {
-        case signal(ButtonSignal)
+        case signal(KeySignal)
         /// The last output. `interruptedPress`: the button was down, and no `.up` will follow.
         case ended(HIDDisconnectReason, interruptedPress: Bool)
     }
