@@ -1,5 +1,6 @@
-// Button latency and cost: a BTHome press on a (mock) BlueZ → the dose decided and committed and the
-// feedback event played; and the agent's CPU time for adverts of a busy neighbourhood of unknown devices.
+// Button latency and cost: a BTHome press on a (mock) BlueZ → the dose decided and committed and its
+// event published (feedback follows the event, on DoseInputFeedback's subscription); and the agent's CPU
+// time for adverts of a busy neighbourhood of unknown devices.
 //
 //   swift run -c release button-latency [PRESSES] [UNKNOWN_ADVERTS]      (default 1000 1000)
 //
@@ -30,16 +31,22 @@ let neighbour = "11:22:33:44:55:66"
 /// The wall clock, shifted forward between presses: a day after each take/undo pair, so that each lands
 /// on a night of its own (the dose log then holds what a real one does: a few events in 48 hours), or
 /// 2 s after each press for the stress run (one night, the log grows by every press).
-final class ShiftedClock: WallClock {
+final class ShiftedClock: Scheduling {
     private let offset = Mutex<TimeInterval>(0)
     func now() -> Date { Date().addingTimeInterval(offset.withLock { $0 }) }
     var timeZone: TimeZone { TimeZone(identifier: "America/New_York")! }
     func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+    /// Timers (none in no-double mode) wait on the real clock, shifted back.
+    func sleep(until deadline: Date) async -> WakeReason {
+        await TimerFDScheduler.shared.sleep(until: deadline.addingTimeInterval(-offset.withLock { $0 }))
+    }
 }
 
 final class Probe: Sendable {
     /// Each advert handled: the advert, when it was done (real and shifted clock), events committed.
     let handled = Mutex<[(BLEAdvert, Date, Date, Int)]>([])
+    /// Feedback cues played (by DoseInputFeedback, from the events).
+    let cues = Mutex(0)
 }
 
 func cpuSeconds() -> Double {
@@ -80,11 +87,18 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     let clock = ShiftedClock()
     let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: db), clock: clock, logger: logger)
     let probe = Probe()
+    let events = EventBus()
+    let answers = DoseInputFeedback(events: events) { cue in
+        await feedback.play(cue.event, title: cue.title, body: cue.body)
+        probe.cues.withLock { $0 += 1 }
+    }
+    let answering = Task { try await answers.run() }
     let service = ButtonService(
         bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address)), logger: logger, now: { clock.now() }),
-        buttons: ButtonRepository(database: db), repository: DoseRepository(database: db), samples: BatterySampleRepository(database: db),
-        feedback: feedback, clock: clock, logger: logger, databaseChanges: nil,
-        onHandled: { advert, outcomes in
+        buttons: ButtonRepository(database: db), doses: DoseUseCases(repository: DoseRepository(database: db), clock: clock, events: events),
+        samples: BatterySampleRepository(database: db), events: events, clock: clock, logger: logger, databaseChanges: nil,
+        onHandled: { signal, outcomes in
+            guard case .advert(let advert) = signal else { return }
             let recorded = outcomes.filter { if case .recorded = $0 { true } else { false } }.count
             probe.handled.withLock { $0.append((advert, Date(), clock.now(), recorded)) }
         })
@@ -152,6 +166,7 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     try await waitHandled(base + unknown)
     let cpu = cpuSeconds() - before
     task.cancel()
+    answering.cancel()
 
     print("Button latency over \(presses) BTHome presses per run, no-double mode")
     print("| run | measured from | p50 | p99 | max | committed |")
@@ -161,6 +176,7 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             print("| \(name) | \(from) | " + String(format: "%.2f ms | %.2f ms | %.2f ms | %d |", percentile(v, 0.5), percentile(v, 0.99), v.max() ?? .nan, run.committed))
         }
     }
+    print("feedback cues played from the events: \(probe.cues.withLock { $0 }) (one per committed press)")
     print(String(format: "CPU time of this process for %d adverts of an unknown device: %.3f s (%.3f s per 1,000; includes the D-Bus calls that inject them)",
                  unknown, cpu, cpu / Double(unknown) * 1000))
 }

@@ -4,7 +4,6 @@ import DoseTapStore
 import Foundation
 import Logging
 import ServiceLifecycle
-import UnixSignals
 
 /// The system clock and time zone.
 public struct SystemClock: WallClock {
@@ -63,6 +62,7 @@ public enum Agent {
         ])
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: BatteryNudgeFeedback(events: events, feedback: feedback)),
+            .init(service: DoseInputFeedback(events: events, feedback: feedback)),
             .init(service: monitor),
             .init(service: scheduler),
             .init(service: ReloadService(paths: paths, configuration: configuration, monitor: monitor,
@@ -91,11 +91,11 @@ public enum Agent {
             buttonWatcher = try? DirectoryWatcher(directory: paths.dataDirectory.path)
             services.append(.init(service: ButtonService(
                 bluez: bluez, hid: hid, buttons: ButtonRepository(database: database),
-                repository: repository, samples: BatterySampleRepository(database: database), feedback: feedback,
-                clock: SystemClock(), logger: logger, databaseChanges: buttonWatcher?.changes, doses: doses)))
+                doses: doses, samples: history, events: events,
+                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: buttonWatcher?.changes)))
         }
         if let interval = notifier.watchdogInterval {
-            services.append(.init(service: WatchdogService(notifier: notifier, interval: interval)))
+            services.append(.init(service: WatchdogService(notifier: notifier, interval: interval, clock: TimerFDScheduler.shared)))
         }
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -105,47 +105,3 @@ public enum Agent {
         logger.info("agent stopped")
     }
 }
-
-/// Reloads `config.toml` on SIGHUP. A bad file is rejected with a log line; the old one stays.
-struct ReloadService: Service, CustomStringConvertible {
-    var description: String { "ReloadService" }
-    let paths: DataPaths
-    let configuration: ConfigurationHolder
-    let monitor: BatteryMonitor
-    let notifier: SystemdNotifier
-    let logger: Logger
-
-    func run() async throws {
-        let signals = await UnixSignalsSequence(trapping: .sighup)
-        for await _ in signals.cancelOnGracefulShutdown() {
-            notifier.notify("RELOADING=1")
-            do {
-                let fresh = try AgentConfiguration.load(from: paths.configFile)
-                configuration.replace(fresh)
-                monitor.reevaluate()
-                logger.info("configuration reloaded", metadata: ["alarm": "\(fresh.alarm.map(\.description) ?? "none")"])
-            } catch {
-                logger.error("configuration rejected, keeping the previous one", metadata: ["error": "\(error)"])
-            }
-            notifier.notify("READY=1")
-        }
-    }
-}
-
-/// Pings systemd's watchdog at half its timeout.
-struct WatchdogService: Service, CustomStringConvertible {
-    var description: String { "WatchdogService" }
-    let notifier: SystemdNotifier
-    let interval: Duration
-
-    func run() async throws {
-        // Shutdown cancels the sleep; that is the normal end, not a failure of the service.
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                notifier.notify("WATCHDOG=1")
-                try await Task.sleep(for: interval)
-            }
-        }
-    }
-}
-

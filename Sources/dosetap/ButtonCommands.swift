@@ -272,12 +272,10 @@ struct ButtonCommand: AsyncParsableCommand {
                 }
             }
             let hid = buttons.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil
-            let database = repository.database
             // The agent's own pipeline (allowlist, BTHome rules, gesture recognition), observing instead of acting.
             let service = ButtonService(
-                bluez: bluez, hid: hid, buttons: repository, repository: DoseRepository(database: database),
-                samples: BatterySampleRepository(database: database), feedback: nil, clock: SystemClock(), logger: logger,
-                databaseChanges: nil,
+                bluez: bluez, hid: hid, buttons: repository, doses: nil, samples: nil,
+                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: nil,
                 observer: { intent in
                     printLine("\(DisplayText.escaped(intent.button.name)): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
                 })

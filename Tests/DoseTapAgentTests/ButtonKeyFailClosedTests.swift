@@ -77,12 +77,13 @@ struct ButtonKeyFailClosedTests {
 
         let logs = InMemoryLogHandler()
         let repo = DoseRepository(database: db)
-        let service = ButtonService(bluez: nil, buttons: buttons, repository: repo, samples: BatterySampleRepository(database: db),
-                                    feedback: nil, clock: clock, logger: Logger(label: "t") { _ in logs }, databaseChanges: nil)
+        let service = ButtonService(bluez: nil, buttons: buttons, doses: DoseUseCases(repository: repo, clock: clock),
+                                    samples: BatterySampleRepository(database: db), clock: clock,
+                                    logger: Logger(label: "t") { _ in logs }, databaseChanges: nil)
         #expect(logs.entries.contains { $0.level == .error && $0.metadata["address"]?.description == Self.address })
-        #expect(await service.handle(advert(Self.plaintextPress)).isEmpty)
+        #expect(service.pipeline.handle(.advert(advert(Self.plaintextPress))).isEmpty)
         #expect(try repo.allEvents().isEmpty)
         // The button without a key still acts.
-        #expect(await service.handle(advert(Self.plaintextPress, address: "A4:C1:38:00:00:02")).count == 1)
+        #expect(service.pipeline.handle(.advert(advert(Self.plaintextPress, address: "A4:C1:38:00:00:02"))).count == 1)
     }
 }

@@ -27,6 +27,8 @@ struct FeedbackNotifierTests {
         let scheduler: DoseScheduler
         let actions: NotificationActions
         let player: RecordingSoundPlayer
+        /// Plays the outcome of a notification action, from the events (as in the agent).
+        let answers: Task<Void, any Error>
     }
 
     func world(bus: PrivateBus.Bus, motor: Bool = true, battery: (@Sendable () -> BatteryStatus?)? = nil) throws -> World {
@@ -44,10 +46,13 @@ struct FeedbackNotifierTests {
         let feedback = FeedbackNotifier(devices: devices, settings: settings, clock: clock, logger: logger)
         let scheduler = DoseScheduler(repository: repo, clock: clock, notifier: feedback, logger: logger, databaseChanges: nil,
                                       onNightScheduled: { feedback.prepare(session: $0.id) })
-        let actions = NotificationActions(desktop: desktop, feedback: feedback, doses: DoseUseCases(repository: repo, clock: clock, battery: battery),
+        let events = EventBus()
+        let answers = DoseInputFeedback(events: events, feedback: feedback)
+        let actions = NotificationActions(desktop: desktop, feedback: feedback,
+                                          doses: DoseUseCases(repository: repo, clock: clock, battery: battery, events: events),
                                           logger: logger)
         return World(repo: repo, settings: settings, clock: clock, haptics: haptics, desktop: desktop, feedback: feedback,
-                     scheduler: scheduler, actions: actions, player: player)
+                     scheduler: scheduler, actions: actions, player: player, answers: Task { try await answers.run() })
     }
 
     /// The Notify calls the mock daemon received: (summary, actions, hints).

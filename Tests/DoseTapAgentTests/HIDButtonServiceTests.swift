@@ -16,43 +16,51 @@ struct HIDButtonServiceTests {
     let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_000), timeZone: TimeZone(identifier: "America/New_York")!)
 
     func service(noDouble: Bool = false, battery: BatteryStatus? = nil, events: EventBus? = nil,
-                 logger: Logger = Logger(label: "t")) throws -> (ButtonService, DoseRepository) {
+                 logger: Logger = Logger(label: "t")) throws -> (ButtonPipeline, DoseRepository) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-hid-\(UUID().uuidString)")
         let db = try DoseTapDatabase(directory: dir)
         var mapping = ButtonMapping()
         mapping.noDouble = noDouble
         try ButtonRepository(database: db).save(try ButtonConfig(address: Self.address, kind: .hid, name: "shutter", mapping: mapping))
         let repo = DoseRepository(database: db)
-        let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db), repository: repo,
-                              samples: BatterySampleRepository(database: db), feedback: nil,
-                              clock: clock, logger: logger, databaseChanges: nil,
-                              doses: DoseUseCases(repository: repo, clock: clock, battery: { battery }, events: events))
-        return (s, repo)
+        let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db),
+                              doses: DoseUseCases(repository: repo, clock: clock, battery: { battery }, events: events),
+                              samples: BatterySampleRepository(database: db), events: events,
+                              clock: clock, logger: logger, databaseChanges: nil)
+        return (s.pipeline, repo)
     }
 
     func recorded(_ outcomes: [DoseOutcome]) -> Int {
         outcomes.filter { if case .recorded = $0 { true } else { false } }.count
     }
 
-    @Test("a click: nothing until the double window passes, then Dose 1")
+    @Test("a click: nothing until the double window passes, then Dose 1 — on the pipeline's own timer, moved by the fake clock")
     func click() async throws {
-        let (s, repo) = try service()
+        let bus = EventBus()
+        let events = bus.subscribe()
+        let (s, repo) = try service(events: bus)
         let now = clock.now()
-        #expect(await s.handleHID(.signal(address: Self.address, .down(at: now))).isEmpty)
-        #expect(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1)))).isEmpty)
-        #expect(await s.expireHID(address: Self.address, at: now.addingTimeInterval(0.5)).isEmpty)
+        #expect(s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .down(at: now)))).isEmpty)
+        #expect(s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))).isEmpty)
+        await clock.waitForSleepers(1)
+        // Inside the double window (0.5 s after the release): the timer still sleeps, nothing is recorded.
+        clock.set(now.addingTimeInterval(0.55))
+        #expect(clock.sleeperCount == 1)
+        #expect(try repo.count() == 0)
+        // Past it: the timer resolves the single → Dose 1.
         clock.set(now.addingTimeInterval(0.7))
-        let outcomes = await s.expireHID(address: Self.address, at: now.addingTimeInterval(0.7))
-        #expect(recorded(outcomes) == 1)
-        #expect(try repo.allEvents().first?.source == .button)
+        let recorded = await events.first { if case .doseRecorded = $0 { true } else { false } }
+        guard case .doseRecorded(let event, _, _, _)? = recorded else { Issue.record("no dose recorded"); return }
+        #expect(event.source == .button)
+        #expect(try repo.count() == 1)
     }
 
     @Test("no-double mode: the click acts at its release")
     func noDouble() async throws {
         let (s, repo) = try service(noDouble: true)
         let now = clock.now()
-        _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
-        #expect(recorded(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))) == 1)
+        _ = s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .down(at: now))))
+        #expect(recorded(s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1)))))) == 1)
         #expect(try repo.count() == 1)
     }
 
@@ -60,8 +68,8 @@ struct HIDButtonServiceTests {
     func stale() async throws {
         let (s, repo) = try service(noDouble: true)
         let old = clock.now().addingTimeInterval(-10)
-        _ = await s.handleHID(.signal(address: Self.address, .down(at: old)))
-        let outcomes = await s.handleHID(.signal(address: Self.address, .up(at: old.addingTimeInterval(0.1))))
+        _ = s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .down(at: old))))
+        let outcomes = s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .up(at: old.addingTimeInterval(0.1)))))
         guard case .refused(let refusal, _)? = outcomes.first else { Issue.record("not refused: \(outcomes)"); return }
         #expect(refusal.code == .staleInput)
         #expect(try repo.count() == 0)
@@ -71,23 +79,31 @@ struct HIDButtonServiceTests {
     func stranger() async throws {
         let (s, repo) = try service(noDouble: true)
         let now = clock.now()
-        _ = await s.handleHID(.signal(address: "11:22:33:44:55:66", .down(at: now)))
-        #expect(await s.handleHID(.signal(address: "11:22:33:44:55:66", .up(at: now.addingTimeInterval(0.1)))).isEmpty)
+        _ = s.handle(ButtonSignal(HIDButtonEvent.signal(address: "11:22:33:44:55:66", .down(at: now))))
+        #expect(s.handle(ButtonSignal(HIDButtonEvent.signal(address: "11:22:33:44:55:66", .up(at: now.addingTimeInterval(0.1))))).isEmpty)
         #expect(try repo.count() == 0)
     }
 
-    @Test("hold → undo of the Dose 1 just taken")
+    @Test("hold → undo of the Dose 1 just taken, recognised by the timer while the key is still down")
     func hold() async throws {
-        let (s, repo) = try service(noDouble: true)
+        let bus = EventBus()
+        let events = bus.subscribe()
+        let (s, repo) = try service(noDouble: true, events: bus)
         let now = clock.now()
-        _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
-        _ = await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))
+        _ = s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .down(at: now))))
+        _ = s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1)))))
         let start = now.addingTimeInterval(0.5)
         clock.set(start)
-        _ = await s.handleHID(.signal(address: Self.address, .down(at: start)))
+        _ = s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .down(at: start))))
+        await clock.waitForSleepers(1)
+        clock.set(start.addingTimeInterval(0.9))
+        #expect(try repo.status(now: clock.now(), timeZone: clock.timeZone).phase != .idle)
         clock.set(start.addingTimeInterval(1.0))
-        let outcomes = await s.expireHID(address: Self.address, at: start.addingTimeInterval(1.0))
-        #expect(recorded(outcomes) == 1)
+        var recorded = 0
+        for await event in events {
+            if case .doseRecorded = event { recorded += 1 }
+            if recorded == 2 { break }
+        }
         #expect(try repo.status(now: clock.now(), timeZone: clock.timeZone).phase == .idle)
     }
 
@@ -102,8 +118,8 @@ struct HIDButtonServiceTests {
         let logs = InMemoryLogHandler()
         let (s, _) = try service(noDouble: true, battery: draining, events: bus, logger: Logger(label: "t") { _ in logs })
         let now = clock.now()
-        _ = await s.handleHID(.signal(address: Self.address, .down(at: now)))
-        #expect(recorded(await s.handleHID(.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1))))) == 1)
+        _ = s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .down(at: now))))
+        #expect(recorded(s.handle(ButtonSignal(HIDButtonEvent.signal(address: Self.address, .up(at: now.addingTimeInterval(0.1)))))) == 1)
         #expect(logs.entries.contains { $0.level == .warning && $0.message.description == "Low Battery Warning: Estimated battery at reminder: 12% — Consider plugging in." })
         bus.finish()
         var nudges: [String] = []

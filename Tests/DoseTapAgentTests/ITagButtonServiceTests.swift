@@ -86,7 +86,8 @@ struct ITagButtonServiceTests {
             let (changes, changed) = AsyncStream<Void>.makeStream()
             let service = ButtonService(
                 bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address)), logger: logger), buttons: buttons,
-                repository: repo, samples: samples, feedback: nil, clock: clock, logger: logger, databaseChanges: changes)
+                doses: DoseUseCases(repository: repo, clock: clock), samples: samples, clock: clock, logger: logger,
+                databaseChanges: changes)
             let running = Task { try await service.run() }
             defer { running.cancel() }
 
@@ -98,7 +99,7 @@ struct ITagButtonServiceTests {
             try await Self.press(mock, itag.press)
             #expect(await Self.eventually { Self.count(logs, "iTag press") == 1 })
             clock.advance(by: 0.6)
-            _ = await service.expireGestures(address: Self.itag, at: clock.now())   // or the service's own timer did
+            _ = service.pipeline.expireGestures(address: Self.itag, at: clock.now())   // or the service's own timer did
             #expect(try await Self.eventually { try repo.count() == 1 })
             let first = try #require(try repo.allEvents().first)
             #expect(first.source == .button)
@@ -113,7 +114,7 @@ struct ITagButtonServiceTests {
             #expect(await Self.eventually { Self.count(logs, "iTag press") == 3 })
             #expect(try await Self.eventually { try repo.count() == 2 })
             clock.advance(by: 1)
-            #expect(await service.expireGestures(address: Self.itag, at: clock.now()).isEmpty)
+            #expect(service.pipeline.expireGestures(address: Self.itag, at: clock.now()).isEmpty)
             let events = try repo.allEvents()
             #expect(events.count == 2)
             if case .snooze = events.last?.kind {} else { Issue.record("expected a snooze, got \(String(describing: events.last?.kind))") }

@@ -36,6 +36,9 @@ public final class EventBus: Sendable {
 
     public init() {}
 
+    /// A bus that goes away ends its subscriptions (nobody can publish on it any more).
+    deinit { finish() }
+
     /// A stream of what happens from now on; it ends when the bus finishes or the consumer stops.
     public func subscribe(buffer: Int = EventBus.defaultBuffer) -> AsyncStream<AgentEvent> {
         let (stream, continuation) = AsyncStream<AgentEvent>.makeStream(bufferingPolicy: .bufferingNewest(max(1, buffer)))

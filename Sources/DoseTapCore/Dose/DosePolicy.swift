@@ -47,6 +47,11 @@ public struct DoseRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Code
     public var message: String
     public var description: String { message }
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
 }
 
 /// The outcome of one input: an event to append, with a confirmation, or a refusal.

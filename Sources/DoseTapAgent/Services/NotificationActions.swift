@@ -5,9 +5,9 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// The buttons on DoseTap's notifications — Take Now, Snooze 10min, Skip — decided by the dose engine's
-/// one policy, with the outcome played back as "dose recorded" or "action rejected" feedback.
-/// Buttons of other applications' notifications are ignored.
+/// The buttons on DoseTap's notifications — Take Now, Snooze 10min, Skip — submitted to the dose use case
+/// (source `notification`); its events play the outcome back as "dose recorded" or "action rejected"
+/// (`DoseInputFeedback`). Buttons of other applications' notifications are ignored.
 public final class NotificationActions: Service, Sendable, CustomStringConvertible {
     public var description: String { "NotificationActions" }
 
@@ -58,11 +58,8 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
                 if let nudge = submission.nudge {
                     logger.warning("\(nudge.header): \(nudge.oneLine)")
                 }
-                // A Dose 1 on a battery that will not last until the reminder says so in the confirmation.
-                await feedback.play(.doseRecorded, title: confirmation, body: submission.nudge?.oneLine ?? "")
             case .refused(let refusal, _):
                 logger.notice("notification action refused", metadata: ["action": "\(invocation.action)", "reason": "\(refusal.message)"])
-                await feedback.play(.actionRejected, title: refusal.message, body: "")
             }
             return submission.outcome
         } catch {

@@ -6,42 +6,22 @@ import Logging
 import Synchronization
 
 /// iTag-style GATT buttons in the agent: one `GATTButtonClient` follower per added iTag (started and
-/// stopped as the allowlist changes), bare presses → the shared press-only gesture recognizer → the dose
-/// policy, the battery → samples of `button:<name>`.
+/// stopped as the allowlist changes); its bare presses, battery and link changes become `ButtonSignal`s
+/// of the service's one stream.
 extension ButtonService {
-    var itagAddresses: Set<String> {
-        Set(interpreter.configured.filter { $0.kind == .itag }.map(\.address))
-    }
-
-    /// Follows the added iTags until cancelled; then leaves each one cleanly (StopNotify) before returning.
-    func followITags() async {
-        guard let bluez else { return await Task.sleepForever() }
+    /// Follows the added iTags until cancelled, feeding their presses, batteries and links into `sink`;
+    /// then leaves each one cleanly (StopNotify) before returning.
+    func followITags(into sink: AsyncStream<ButtonSignal>.Continuation) async {
+        guard let bluez else { return await Task.untilCancelled() }
         let client = GATTButtonClient(bluez: bluez, clock: clock, logger: logger)
+        let clock = self.clock
         // `button test` (observing) drops the links it made when it ends; the agent keeps them (see GATTButtonClient).
-        itags.start(client: client, disconnectOnStop: observer != nil) { [weak self] address, event in
-            _ = await self?.handleITag(address: address, event)
+        itags.start(client: client, disconnectOnStop: observing) { address, event in
+            sink.yield(ButtonSignal(itag: address, event, now: clock.now()))
         }
-        itags.setAddresses(itagAddresses)
-        await Task.sleepForever()
+        itags.setAddresses(pipeline.configured(.itag))
+        await Task.untilCancelled()
         await itags.stopAll()
-    }
-
-    /// Decides one event of an iTag; returns the outcomes of the gestures it completed.
-    @discardableResult
-    public func handleITag(address: String, _ event: GATTButtonEvent) async -> [DoseOutcome] {
-        guard let button = interpreter.configured.first(where: { $0.address == address && $0.kind == .itag }) else { return [] }
-        switch event {
-        case .connected, .disconnected:
-            // The GATT client logs the link's changes.
-            return []
-        case .battery(let level):
-            logger.debug("iTag battery", metadata: ["button": "\(DisplayText.escaped(button.name))", "level": "\(level)"])
-            recordBattery(button, level, at: clock.now())
-            return []
-        case .press(let at):
-            logger.info("iTag press", metadata: ["button": "\(DisplayText.escaped(button.name))"])
-            return await feed(.press(at: at), button: button)
-        }
     }
 }
 

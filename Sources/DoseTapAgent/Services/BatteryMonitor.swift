@@ -5,14 +5,6 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Holds the configuration the agent runs with; replaced on SIGHUP.
-public final class ConfigurationHolder: Sendable {
-    private let value: Mutex<AgentConfiguration>
-    public init(_ initial: AgentConfiguration) { value = Mutex(initial) }
-    public var current: AgentConfiguration { value.withLock { $0 } }
-    public func replace(_ new: AgentConfiguration) { value.withLock { $0 = new } }
-}
-
 /// Watches the machine's batteries, records samples, and warns when the alarm is at risk.
 ///
 /// Event-driven: udev add/change/remove events wake it; while (and only while) a system battery is
