@@ -24,10 +24,8 @@ final class GATTButtonSession {
     }
 
     private enum Happening {
-        case ownerChanged(String)
-        case added(path: String, interfaces: [String: [String: DBusValue]])
-        case removed(path: String, interfaces: [String])
-        case properties(path: String, interface: String, changed: [String: DBusValue])
+        /// From bluetoothd, or (`nameOwnerChanged`) the bus about `org.bluez`.
+        case signal(BlueZSignal)
         case timeout(UInt64)
     }
 
@@ -119,7 +117,7 @@ final class GATTButtonSession {
         if owner == nil {
             client.log(.notice, "bluetoothd is not running: waiting for it", metadata)
             while owner == nil {
-                if case .ownerChanged(let new) = try await next(), !new.isEmpty { owner = new }
+                if case .signal(.nameOwnerChanged(_, let new)) = try await next(), !new.isEmpty { owner = new }
             }
         }
 
@@ -135,7 +133,7 @@ final class GATTButtonSession {
                 client.log(.notice, "cannot start discovery", metadata.merging(["error": "\(error)"]) { $1 })
             }
             while devicePath == nil {
-                guard case .added(let path, let interfaces) = try await next(), interfaces[ITagGATT.device] != nil else { continue }
+                guard case .signal(.interfacesAdded(let path, let interfaces)) = try await next(), interfaces[ITagGATT.device] != nil else { continue }
                 devicePath = ITagGATT.devicePath(address: address, in: [path: interfaces])
             }
         }
@@ -159,7 +157,7 @@ final class GATTButtonSession {
             let token = startTimer(client.timing.resolve)
             waiting: while true {
                 switch try await next() {
-                case .properties(devicePath, ITagGATT.device, let changed) where changed["ServicesResolved"]?.bool == true:
+                case .signal(.propertiesChanged(devicePath, ITagGATT.device, let changed)) where changed["ServicesResolved"]?.bool == true:
                     break waiting
                 case .timeout(token):
                     throw Stop.failed("services not resolved within \(client.timing.resolve)")
@@ -202,7 +200,7 @@ final class GATTButtonSession {
             let token = startTimer(client.timing.connect)
             while !linkUp {
                 switch try await next() {
-                case .properties(devicePath, ITagGATT.device, let changed) where changed["Connected"]?.bool == true:
+                case .signal(.propertiesChanged(devicePath, ITagGATT.device, let changed)) where changed["Connected"]?.bool == true:
                     linkUp = true
                 case .timeout(token):
                     throw Stop.failed("another connection attempt did not finish within \(client.timing.connect)")
@@ -218,7 +216,7 @@ final class GATTButtonSession {
     private func listen() async throws -> Never {
         guard let characteristicPath else { throw Stop.failed("no characteristic") }
         while true {
-            guard case .properties(characteristicPath, ITagGATT.gattCharacteristic, let changed) = try await next(),
+            guard case .signal(.propertiesChanged(characteristicPath, ITagGATT.gattCharacteristic, let changed)) = try await next(),
                   let value = changed["Value"] else { continue }
             let at = client.now()
             guard let bytes = value.bytes else {
@@ -246,16 +244,17 @@ final class GATTButtonSession {
                 throw .lost("the signal stream ended")
             }
             guard let happening = classify(input) else { continue }
-            switch happening {
-            case .ownerChanged(let new):
+            guard case .signal(let signal) = happening else { return happening }
+            switch signal {
+            case .nameOwnerChanged(_, let new):
                 if phase == .waitingForBlueZ { return happening }
                 throw .lost(new.isEmpty ? "bluetoothd stopped" : "bluetoothd restarted")
-            case .removed(let path, let interfaces):
+            case .interfacesRemoved(let path, let interfaces):
                 if path == devicePath, interfaces.contains(ITagGATT.device) { throw .lost("the device was removed") }
                 if path == characteristicPath || path == servicePath, phase == .notifying { throw .lost("its GATT services were removed") }
-            case .added(let path, let interfaces):
+            case .interfacesAdded(let path, let interfaces):
                 if path == devicePath, let level = interfaces[ITagGATT.battery]?["Percentage"]?.int { battery(level) }
-            case .properties(let path, let interface, let changed) where path == devicePath:
+            case .propertiesChanged(let path, let interface, let changed) where path == devicePath:
                 if interface == ITagGATT.battery, let level = changed["Percentage"]?.int { battery(level) }
                 if interface == ITagGATT.device, let connected = changed["Connected"]?.bool {
                     if connected {
@@ -279,43 +278,29 @@ final class GATTButtonSession {
         emit(.battery(level))
     }
 
+    /// The input as a happening, or nil when it is not for this session: a signal that is not from the
+    /// current bluetoothd (another process on the bus could send look-alikes), or about another name.
     private func classify(_ input: SignalInbox.Input) -> Happening? {
         let message: DBusMessage
         switch input {
         case .timeout(let token): return .timeout(token)
         case .signal(let m): message = m
         }
-        if message.member == "NameOwnerChanged" {
-            guard message.sender == "org.freedesktop.DBus", message.body.count == 3, message.body[0].string == BlueZClient.service,
-                  let new = message.body[2].string else { return nil }
-            return .ownerChanged(new)
+        // Only bluetoothd speaks for the button; the bus speaks for who bluetoothd is.
+        if message.member != "NameOwnerChanged" {
+            guard let owner, message.sender == owner else { return nil }
         }
-        // Only bluetoothd speaks for the button (another process on the bus could send look-alike signals).
-        guard let owner, message.sender == owner else { return nil }
-        switch message.member {
-        case "InterfacesAdded":
-            guard message.body.count == 2, let path = message.body[0].string, let interfaces = message.body[1].stringKeyed else {
-                return malformed(message)
-            }
-            return .added(path: path, interfaces: interfaces.compactMapValues(\.stringKeyed))
-        case "InterfacesRemoved":
-            guard message.body.count == 2, let path = message.body[0].string, let names = message.body[1].array?.compactMap(\.string) else {
-                return malformed(message)
-            }
-            return .removed(path: path, interfaces: names)
-        case "PropertiesChanged":
-            guard message.body.count >= 2, let path = message.path, let interface = message.body[0].string,
-                  let changed = message.body[1].stringKeyed else { return malformed(message) }
-            return .properties(path: path, interface: interface, changed: changed)
-        default:
+        let signal: BlueZSignal
+        do {
+            guard let decoded = try BlueZSignal.decode(message) else { return nil }
+            signal = decoded
+        } catch {
+            client.log(.warning, "malformed BlueZ signal ignored",
+                       metadata.merging(["member": "\(error.member)", "signature": "\(error.signature)"]) { $1 })
             return nil
         }
-    }
-
-    private func malformed(_ message: DBusMessage) -> Happening? {
-        client.log(.warning, "malformed BlueZ signal ignored",
-                   metadata.merging(["member": "\(message.member ?? "?")", "signature": "\(message.body.map(\.signature).joined())"]) { $1 })
-        return nil
+        if case .nameOwnerChanged(let name, _) = signal, name != BlueZClient.service { return nil }
+        return .signal(signal)
     }
 
     private func subscribe(_ rule: DBusMatchRule) async throws {
