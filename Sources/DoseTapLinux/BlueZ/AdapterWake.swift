@@ -1,3 +1,4 @@
+import DoseTapCore
 import Synchronization
 
 /// Ends a reconnection wait early when an adapter is powered on or plugged in (or was since the last
@@ -21,10 +22,11 @@ final class AdapterWake: Sendable {
         waiter?.resume()
     }
 
-    /// Returns after `delay`, or as soon as `fire()` is called (at once if it was called since the last wait).
-    func wait(upTo delay: Duration) async {
+    /// Returns after `delay` of elapsed time on `scheduler`, or as soon as `fire()` is called (at once if it
+    /// was called since the last wait).
+    func wait(upTo delay: Duration, on scheduler: any Scheduling) async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: delay) }
+            group.addTask { _ = await scheduler.sleep(elapsing: delay) }
             group.addTask { await self.fired() }
             await group.next()
             group.cancelAll()

@@ -7,6 +7,7 @@ import Logging
 /// and report every `Value` of `01` in `PropertiesChanged` as a press; the battery from `Battery1`.
 /// After link loss, the objects disappearing or bluetoothd restarting it reconnects with `ReconnectBackoff`
 /// (timers and signals only: no polling). Only signals from the current owner of `org.bluez` count.
+/// Every timer (the back-off, the step timeouts) waits on the scheduling port, so tests move a fake clock.
 ///
 /// Stopping (cancellation) calls `StopNotify`; it leaves the link up unless asked (an iTag beeps when
 /// its link is lost, and a restarted agent picks an open link up again without a new connection).
@@ -26,14 +27,32 @@ public final class GATTButtonClient: Sendable {
 
     public let bluez: BlueZClient
     public let timing: Timing
+    /// Stamps the presses.
     private let clock: any WallClock
+    /// Runs the back-off and the step timeouts.
+    let scheduler: any Scheduling
     private let logger: Logger
 
-    public init(bluez: BlueZClient, clock: any WallClock, timing: Timing = Timing(), logger: Logger = Logger(label: "dosetap.gatt")) {
+    /// Presses stamped on `clock`, timers on `scheduler`.
+    public init(bluez: BlueZClient, clock: any WallClock, scheduler: any Scheduling, timing: Timing = Timing(),
+                logger: Logger = Logger(label: "dosetap.gatt")) {
         self.bluez = bluez
         self.clock = clock
+        self.scheduler = scheduler
         self.timing = timing
         self.logger = logger
+    }
+
+    /// One clock for the stamps and the timers (a test's `FakeClock`, or `TimerFDScheduler.shared`).
+    public convenience init(bluez: BlueZClient, clock: any Scheduling, timing: Timing = Timing(),
+                            logger: Logger = Logger(label: "dosetap.gatt")) {
+        self.init(bluez: bluez, clock: clock, scheduler: clock, timing: timing, logger: logger)
+    }
+
+    /// Presses stamped on `clock`; the timers wait on the machine's wall clock (`TimerFDScheduler.shared`).
+    public convenience init(bluez: BlueZClient, clock: any WallClock, timing: Timing = Timing(),
+                            logger: Logger = Logger(label: "dosetap.gatt")) {
+        self.init(bluez: bluez, clock: clock, scheduler: TimerFDScheduler.shared, timing: timing, logger: logger)
     }
 
     /// The button's events until the stream is dropped (which stops following it).
@@ -114,7 +133,7 @@ public final class GATTButtonClient: Sendable {
                     "button": "\(address)", "reason": "\(reason)", "in": "\(delay)",
                 ])
                 lastReason = reason
-                await wake.wait(upTo: delay)
+                await wake.wait(upTo: delay, on: scheduler)
             }
         }
     }

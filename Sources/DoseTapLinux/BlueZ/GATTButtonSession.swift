@@ -53,7 +53,7 @@ final class GATTButtonSession {
         self.address = address
         self.disconnectOnStop = disconnectOnStop
         self.emit = emit
-        inbox = SignalInbox(connection: client.bluez.connection)
+        inbox = SignalInbox(connection: client.bluez.connection, scheduler: client.scheduler)
         iterator = inbox.stream.makeAsyncIterator()
     }
 
@@ -155,6 +155,7 @@ final class GATTButtonSession {
                                        [.string(ITagGATT.device), .string("ServicesResolved")]).first?.bool
         if resolved != true {
             let token = startTimer(client.timing.resolve)
+            defer { inbox.cancelTimer(token) }
             waiting: while true {
                 switch try await next() {
                 case .signal(.propertiesChanged(devicePath, ITagGATT.device, let changed)) where changed["ServicesResolved"]?.bool == true:
@@ -198,6 +199,7 @@ final class GATTButtonSession {
         } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
             // Someone else (the agent, `button test`) is connecting it: wait for the link.
             let token = startTimer(client.timing.connect)
+            defer { inbox.cancelTimer(token) }
             while !linkUp {
                 switch try await next() {
                 case .signal(.propertiesChanged(devicePath, ITagGATT.device, let changed)) where changed["Connected"]?.bool == true:

@@ -1,7 +1,9 @@
+import DoseTapCore
 import Synchronization
 
-/// The signals a session listens to and its timers, in one stream. Closing it cancels the forwarding tasks
-/// (which drops the match rules) and the timers.
+/// The signals a session listens to and its timers, in one stream. The timers run on the scheduling port
+/// (a test's fake clock decides when they fire). Closing it cancels the forwarding tasks (which drops the
+/// match rules) and the timers.
 final class SignalInbox: Sendable {
     enum Input: Sendable {
         case signal(DBusMessage)
@@ -11,10 +13,13 @@ final class SignalInbox: Sendable {
     let stream: AsyncStream<Input>
     private let continuation: AsyncStream<Input>.Continuation
     private let connection: DBusConnection
+    private let scheduler: any Scheduling
     private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let timers = Mutex<[UInt64: Task<Void, Never>]>([:])
 
-    init(connection: DBusConnection) {
+    init(connection: DBusConnection, scheduler: any Scheduling) {
         self.connection = connection
+        self.scheduler = scheduler
         (stream, continuation) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(4096))
     }
 
@@ -29,19 +34,27 @@ final class SignalInbox: Sendable {
         tasks.withLock { $0.append(task) }
     }
 
+    /// `.timeout(token)` after `after` of elapsed time, unless cancelled first.
     func timer(after: Duration, token: UInt64) {
         let continuation = continuation
-        let task = Task {
-            try? await Task.sleep(for: after)
-            if !Task.isCancelled { continuation.yield(.timeout(token)) }
+        let task = Task { [scheduler] in
+            if await scheduler.sleep(elapsing: after) { continuation.yield(.timeout(token)) }
         }
-        tasks.withLock { $0.append(task) }
+        timers.withLock { $0[token] = task }
+    }
+
+    /// The wait the timer was for is over: it stops sleeping (a test's fake clock counts no stale sleeper).
+    func cancelTimer(_ token: UInt64) {
+        timers.withLock { $0.removeValue(forKey: token) }?.cancel()
     }
 
     func close() {
         let all = tasks.withLock { t -> [Task<Void, Never>] in
             defer { t.removeAll() }
             return t
+        } + timers.withLock { t -> [Task<Void, Never>] in
+            defer { t.removeAll() }
+            return Array(t.values)
         }
         for task in all { task.cancel() }
         continuation.finish()
