@@ -1,4 +1,4 @@
-import CLinuxInput
+internal import CLinuxInput
 import Dispatch
 import DoseTapCore
 import Glibc
@@ -125,7 +125,7 @@ public final class ForceFeedbackHaptics: Haptics, Sendable {
                                                        lengthMilliseconds: on)
                         let spec = next
                         next.id = try await onQueue(path) { () throws(EvdevError) -> Int16 in
-                            var raw = spec.raw
+                            var raw = spec.kernel
                             try io.upload(fd, &raw)
                             return raw.id
                         }
