@@ -21,7 +21,7 @@ struct ElapsedTimeSleepTests {
 
     /// Forward by less than the interval (a step past the deadline counts as reached on the fake clock), or
     /// back by an hour: either way the whole interval is still to come after the step.
-    @Test("the wall clock set forward or back is not elapsed time: the interval is planned again from the new time",
+    @Test("the wall clock set forward or back is not elapsed time: the whole interval is waited again from the new time",
           arguments: [5.0, -3600.0])
     func stepped(by offset: TimeInterval) async {
         let wait = Task { [clock] in await clock.sleep(elapsing: .seconds(10)) }
