@@ -34,7 +34,7 @@ struct TimingEvdevIO: EvdevIO {
         ForceFeedbackCapabilities(codes: [Int(FF_RUMBLE), Int(FF_GAIN)])
     }
     func effectCount(_ fd: Int32) throws(EvdevError) -> Int { 16 }
-    func upload(_ fd: Int32, _ effect: inout ff_effect) throws(EvdevError) { effect.id = 0 }
+    func upload(_ fd: Int32, _ effect: inout KernelForceFeedbackEffect) throws(EvdevError) { effect.id = 0 }
     func remove(_ fd: Int32, effectID: Int16) throws(EvdevError) {}
     func write(_ fd: Int32, type: UInt16, code: UInt16, value: Int32) throws(EvdevError) {
         guard type == UInt16(EV_FF), code != UInt16(FF_GAIN), value == 1, let due = stamps.due.withLock({ $0 }) else { return }

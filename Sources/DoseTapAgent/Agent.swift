@@ -20,7 +20,9 @@ public enum Agent {
         signal(SIGHUP, SIG_IGN)
         let configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
         let database = try DoseTapDatabase(directory: paths.dataDirectory)
-        let source = try UdevPowerSupplySource(logger: logger)
+        // One libudev client for the power supplies, the HID remotes and the vibration motor.
+        let udev = try UdevClient(logger: logger)
+        let source = UdevPowerSupplySource(udev: udev, logger: logger)
         let notifier = SystemdNotifier()
         logger.info("agent starting", metadata: [
             "database": "\(database.path)", "config": "\(paths.configFile.path)",
@@ -45,7 +47,7 @@ public enum Agent {
                          metadata: ["error": "\(error)"])
             watcher = nil
         }
-        let devices = try makeFeedbackDevices(logger: logger, desktop: true)
+        let devices = try makeFeedbackDevices(logger: logger, desktop: true, udev: udev)
         let repository = DoseRepository(database: database)
         let history = BatterySampleRepository(database: database)
         let doses = DoseUseCases(repository: repository, clock: SystemClock(),
@@ -75,7 +77,7 @@ public enum Agent {
         var buttonWatcher: DirectoryWatcher?
         let hid: HIDButtonSource?
         do {
-            hid = try HIDButtonSource(logger: logger)
+            hid = try HIDButtonSource(udev: udev, logger: logger)
         } catch {
             logger.notice("no udev: HID remotes are unavailable", metadata: ["error": "\(error)"])
             hid = nil

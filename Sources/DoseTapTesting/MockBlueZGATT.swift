@@ -9,6 +9,7 @@
 ///   0xFFE1 under service 0x180F listed before it (`…/service000c/char000d`). Characteristics have `Value`,
 ///   `Notifying`, `StartNotify` and `StopNotify`. Every object is announced with `InterfacesAdded`.
 /// - `FailConnects(o device, u count)`: the next `count` connects fail with `org.bluez.Error.Failed`.
+/// - `SkipResolves(o device, u count)`: the next `count` connects bring the link up but never `ServicesResolved`.
 ///
 /// A press: `org.freedesktop.DBus.Properties.Set(GattCharacteristic1, Value, <ay 01>)` on the characteristic
 /// emits `PropertiesChanged` as a notification does. Calls are counted with the mock's `GetMethodCalls`.
@@ -20,6 +21,7 @@ public enum MockBlueZGATT {
     public static let methods: [(name: String, inSignature: String, outSignature: String, code: String)] = [
         ("AddITag", "sssy", "ooo", addITag),
         ("FailConnects", "ou", "", "objects[args[0]].dosetap_fail_connects = int(args[1])"),
+        ("SkipResolves", "ou", "", "objects[args[0]].dosetap_skip_resolves = int(args[1])"),
     ]
 
     static let connect = #"""
@@ -35,7 +37,11 @@ public enum MockBlueZGATT {
             if device.props['org.bluez.Device1']['Connected']:
                 device.UpdateProperties('org.bluez.Device1', {'ServicesResolved': dbus.Boolean(True, variant_level=1)})
             return False
-        GLib.timeout_add(50, resolved)
+        skips = getattr(self, 'dosetap_skip_resolves', 0)
+        if skips > 0:
+            self.dosetap_skip_resolves = skips - 1
+        else:
+            GLib.timeout_add(50, resolved)
         """#
 
     static let disconnect = #"""

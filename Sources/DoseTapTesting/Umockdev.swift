@@ -1,10 +1,11 @@
-import CUMockdev
+internal import CUMockdev
 import Foundation
 
 /// An in-process umockdev testbed. Only works when the process runs under `umockdev-wrapper`
 /// (libumockdev-preload redirects /sys and the udev netlink socket into the testbed).
 public final class UmockdevTestbed {
-    private let testbed: UnsafeMutablePointer<UMockdevTestbed>
+    /// Internal, not private: the evemu replay (`UmockdevEvemu.swift`) uses it too.
+    let testbed: UnsafeMutablePointer<UMockdevTestbed>
 
     /// True when the preload library is active in this process.
     public static var isPreloaded: Bool {

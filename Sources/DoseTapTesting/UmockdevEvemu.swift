@@ -1,4 +1,4 @@
-import CUMockdev
+internal import CUMockdev
 import Foundation
 
 extension UmockdevTestbed {
@@ -11,20 +11,11 @@ extension UmockdevTestbed {
     /// see the kernel's. One replay per node at a time.
     public func loadEvemuEvents(device: String, file: String) throws {
         var error: UnsafeMutablePointer<GError>?
-        let ok = umockdev_testbed_load_evemu_events(testbedPointer, device, file, &error)
+        let ok = umockdev_testbed_load_evemu_events(testbed, device, file, &error)
         if ok == 0 {
             let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
             if let error { g_error_free(error) }
             throw FixtureError("umockdev cannot replay \(file) on \(device): \(message)")
         }
-    }
-
-    /// The `UMockdevTestbed*` that `Umockdev.swift` keeps private. Read by reflection so this extension
-    /// stays in a file of its own; an internal accessor in `Umockdev.swift` would make this unnecessary.
-    var testbedPointer: UnsafeMutablePointer<UMockdevTestbed> {
-        guard let pointer = Mirror(reflecting: self).descendant("testbed") as? UnsafeMutablePointer<UMockdevTestbed> else {
-            fatalError("UmockdevTestbed no longer stores its testbed pointer as `testbed`")
-        }
-        return pointer
     }
 }

@@ -76,8 +76,27 @@ struct GATTButtonClientTests {
         try await set(c, device, "org.bluez.Device1", "Connected", .bool(false))
     }
 
+    /// A client whose presses are stamped and whose timers (back-off, step timeouts) run on the fake clock.
     func client(_ bus: PrivateBus.Bus) throws -> GATTButtonClient {
         GATTButtonClient(bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address))), clock: clock, timing: Self.timing)
+    }
+
+    /// Until `count` timers sleep on the fake clock. The client runs on a real bus, so this polls (every
+    /// 5 ms, 5 s at most) for it to get there; the time it then waits is the fake clock's.
+    func sleepers(_ count: Int = 1) async -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while clock.sleeperCount < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        return clock.sleeperCount >= count
+    }
+
+    /// The client waits out a back-off of `seconds` on the fake clock: still waiting just before, on its way
+    /// just after.
+    func passBackoff(_ seconds: TimeInterval, sourceLocation: SourceLocation = #_sourceLocation) async {
+        #expect(await sleepers(), "no back-off started", sourceLocation: sourceLocation)
+        clock.advance(by: seconds - 0.001)
+        #expect(clock.sleeperCount == 1, "the back-off ended before \(seconds) s", sourceLocation: sourceLocation)
+        clock.advance(by: 0.002)
+        #expect(clock.sleeperCount == 0, "the back-off is longer than \(seconds) s", sourceLocation: sourceLocation)
     }
 
     @Test("connects, notifies on 0xFFE1 under 0xFFE0 only, reports presses and the battery; nothing else is a press")
@@ -143,6 +162,10 @@ struct GATTButtonClientTests {
 
             try await Self.dropLink(mock, itag.device)
             #expect(await log.wait { $0.contains(.disconnected(reason: "link lost")) }, "\(log.events)")
+            // The first back-off step, on the clock: no new Connect until it has passed.
+            #expect(await sleepers())
+            #expect(try await Self.calls(mock, itag.device, "Connect") == 1)
+            await passBackoff(0.1)
             #expect(await log.wait { $0.filter { $0 == .connected }.count == 2 }, "\(log.events)")
             #expect(try await Self.calls(mock, itag.device, "Connect") == 2)
             #expect(try await Self.calls(mock, itag.press, "StartNotify") == 2)
@@ -153,10 +176,38 @@ struct GATTButtonClientTests {
             _ = try await Self.mockCall(mock, MockBlueZGATT.path, "FailConnects", [.objectPath(itag.device), .uint32(2)],
                                         interface: MockBlueZGATT.interface)
             try await Self.dropLink(mock, itag.device)
+            #expect(await log.wait { $0.filter { $0 == .disconnected(reason: "link lost") }.count == 2 }, "\(log.events)")
+            for step in [0.1, 0.2, 0.2] { await passBackoff(step) }   // the count restarted; past the last step, the last
             #expect(await log.wait(timeout: 10) { $0.filter { $0 == .connected }.count == 3 }, "\(log.events)")
             #expect(try await Self.calls(mock, itag.device, "Connect") == 5)
             try await Self.notify(mock, itag.press, [0x01])
             #expect(await log.wait { $0.filter { if case .press = $0 { true } else { false } }.count == 2 }, "\(log.events)")
+        }
+    }
+
+    @Test("services never resolved: the step times out on the clock, the link it made is dropped, the next attempt connects")
+    func resolveTimeout() async throws {
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let mock = try DBusConnection(bus: .address(bus.address))
+            try await Self.addAdapter(mock)
+            let itag = try await Self.addITag(mock, Self.itag)
+            _ = try await Self.mockCall(mock, MockBlueZGATT.path, "SkipResolves", [.objectPath(itag.device), .uint32(1)],
+                                        interface: MockBlueZGATT.interface)
+            let log = EventLog(try client(bus).events(address: Self.itag))
+            defer { log.stop() }
+            // Linked, waiting for ServicesResolved under the 5-s step timeout on the fake clock.
+            #expect(await sleepers())
+            #expect(try await Self.calls(mock, itag.device, "Connect") == 1)
+            clock.advance(by: 4.9)
+            #expect(clock.sleeperCount == 1)
+            clock.advance(by: 0.2)
+            // Timed out: the link this attempt made is dropped, then the first back-off step.
+            await passBackoff(0.1)
+            #expect(try await Self.calls(mock, itag.device, "Disconnect") == 1)
+            #expect(await log.wait { $0.contains(.connected) }, "\(log.events)")
+            #expect(try await Self.calls(mock, itag.device, "Connect") == 2)
+            // It never reached notifications: no `disconnected` for the failed attempt (each attempt reports the battery).
+            #expect(log.events == [.battery(80), .battery(80), .connected], "\(log.events)")
         }
     }
 
@@ -177,7 +228,8 @@ struct GATTButtonClientTests {
             try await Self.set(mock, "/org/bluez/hci0", "org.bluez.Adapter1", "Powered", .bool(false))
             try await Self.dropLink(mock, itag.device)
             #expect(await log.wait { $0.contains(.disconnected(reason: "link lost")) }, "\(log.events)")
-            try await Task.sleep(for: .milliseconds(300))
+            // Parked on the fake clock's 120 s: however long this test takes, no Connect until the adapter is back.
+            #expect(await sleepers())
             #expect(try await Self.calls(mock, itag.device, "Connect") == 1)
             try await Self.set(mock, "/org/bluez/hci0", "org.bluez.Adapter1", "Powered", .bool(true))
             #expect(await log.wait { $0.filter { $0 == .connected }.count == 2 }, "\(log.events)")
@@ -221,6 +273,7 @@ struct GATTButtonClientTests {
             _ = try await mock.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.Adapter1", member: "RemoveDevice",
                                     arguments: [.objectPath(itag.device)])
             #expect(await log.wait { $0.contains(.disconnected(reason: "the device was removed")) }, "\(log.events)")
+            await passBackoff(0.1)   // then it looks for the device again (discovery: it is gone)
             // The mock keeps the GATT children of a removed device: clear them before it comes back.
             for path in [itag.press, itag.decoy, String(itag.press.dropLast("/char0011".count)), String(itag.decoy.dropLast("/char000d".count))] {
                 _ = try await Self.mockCall(mock, "/org/bluez", "RemoveObject", [.objectPath(path)])
@@ -265,7 +318,8 @@ struct GATTButtonClientTests {
             let restarted = PrivateBus.startMock(template: "bluez5", system: true, address: bus.address)
             defer { restarted.cancel(); PrivateBus.killMock(address: bus.address) }
             #expect(await log.wait { $0.contains { if case .disconnected = $0 { true } else { false } } }, "\(log.events)")
-            // The new bluetoothd: its tree is built once it owns the name.
+            // The new bluetoothd: its tree is built once it owns the name. Its adapter appearing ends the back-off
+            // at once (the fake clock is never moved here).
             var owned = false
             for _ in 0..<500 where !owned {
                 owned = (try? await Self.mockCall(mock, "/org/bluez", "AddAdapter", [.string("hci0"), .string("bedside-pi")],

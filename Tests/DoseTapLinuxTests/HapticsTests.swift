@@ -85,8 +85,8 @@ private final class RecordingEvdevIO: EvdevIO {
         return 16
     }
 
-    func upload(_ fd: Int32, _ effect: inout ff_effect) throws(EvdevError) {
-        record(.upload(fd: fd, RawForceFeedbackEffect(effect)))
+    func upload(_ fd: Int32, _ effect: inout KernelForceFeedbackEffect) throws(EvdevError) {
+        record(.upload(fd: fd, effect.fields))
         if let uploadErrno { throw EvdevError("EVIOCSFF", errno: uploadErrno) }
         if effect.id == -1 { effect.id = assignedID }
     }
@@ -135,8 +135,8 @@ struct HapticsPlaybackTests {
             .open("/dev/input/event5"),
             .capabilities(fd: 42),
             .write(fd: 42, type: evFF, code: ffGain, value: 0xFFFF),
-            .upload(fd: 42, RawForceFeedbackEffect(ForceFeedbackEffect(kind: .rumble, id: -1, magnitude: pattern.magnitude,
-                                                                        lengthMilliseconds: on).raw)),
+            .upload(fd: 42, ForceFeedbackEffect(kind: .rumble, id: -1, magnitude: pattern.magnitude,
+                                                lengthMilliseconds: on).kernel.fields),
         ]
         for pulse in pattern.pulses {
             expected.append(.write(fd: 42, type: evFF, code: 3, value: 1))
@@ -182,7 +182,7 @@ struct HapticsPlaybackTests {
         try await ForceFeedbackHaptics(finder: StaticVibraFinder(motor), io: io, sleep: io.instantSleep).play(HapticIntensity.light.pattern)
         #expect(io.calls == [
             .open("/dev/input/event5"), .capabilities(fd: 42),
-            .upload(fd: 42, RawForceFeedbackEffect(ForceFeedbackEffect(kind: .rumble, magnitude: 0x5000, lengthMilliseconds: 150).raw)),
+            .upload(fd: 42, ForceFeedbackEffect(kind: .rumble, magnitude: 0x5000, lengthMilliseconds: 150).kernel.fields),
             .write(fd: 42, type: evFF, code: 3, value: 1), .sleep(milliseconds: 150),
             .remove(fd: 42, id: 3), .close(fd: 42),
         ])
@@ -338,12 +338,17 @@ struct HapticsSystemIOTests {
     func effectLayout() {
         #expect(dosetap_ff_effect_size() == 48)
         #expect(MemoryLayout<ff_effect>.size == 48)
-        let raw = ForceFeedbackEffect(kind: .rumble, id: 4, magnitude: 0xA000, lengthMilliseconds: 250, delayMilliseconds: 10).raw
+        let kernel = ForceFeedbackEffect(kind: .rumble, id: 4, magnitude: 0xA000, lengthMilliseconds: 250, delayMilliseconds: 10).kernel
+        #expect(kernel.bytes.count == 48)
+        // The bytes are the C struct's: read back through the C layout.
+        let raw = kernel.bytes.withUnsafeBytes { $0.loadUnaligned(as: ff_effect.self) }
         #expect(raw.type == UInt16(FF_RUMBLE))
         #expect(raw.id == 4)
         #expect(raw.replay.length == 250)
         #expect(raw.replay.delay == 10)
-        let decoded = RawForceFeedbackEffect(raw)
+        let decoded = kernel.fields
+        #expect(decoded.type == UInt16(FF_RUMBLE))
+        #expect(decoded.id == 4)
         #expect(decoded.strongMagnitude == 0xA000)
         #expect(decoded.weakMagnitude == 0xA000)
     }
@@ -385,7 +390,7 @@ struct HapticsSystemIOTests {
         defer { io.close(fd) }
         #expect(throws: EvdevError("EVIOCGBIT(EV_FF)", errno: ENOTTY)) { _ = try io.forceFeedbackCapabilities(fd) }
         #expect(throws: EvdevError("EVIOCGEFFECTS", errno: ENOTTY)) { _ = try io.effectCount(fd) }
-        var effect = ForceFeedbackEffect(kind: .rumble, magnitude: 1, lengthMilliseconds: 1).raw
+        var effect = ForceFeedbackEffect(kind: .rumble, magnitude: 1, lengthMilliseconds: 1).kernel
         #expect(throws: EvdevError("EVIOCSFF", errno: ENOTTY)) { try io.upload(fd, &effect) }
         #expect(throws: EvdevError("EVIOCRMFF", errno: ENOTTY)) { try io.remove(fd, effectID: 0) }
         #expect(dosetap_evdev_grab(fd, 1) == -1 && errno == ENOTTY)

@@ -12,11 +12,12 @@ struct MissingSoundPlayer: SoundPlayer {
 }
 
 /// The real devices of this machine: the vibration motor (if any), the sound themes, an audio player,
-/// the built-in beep, and (when asked and a session bus exists) desktop notifications.
-public func makeFeedbackDevices(logger: Logger, desktop: Bool) throws -> FeedbackDevices {
+/// the built-in beep, and (when asked and a session bus exists) desktop notifications. The motor is
+/// followed through `udev` (the agent's shared client) or, without one, a udev client of its own.
+public func makeFeedbackDevices(logger: Logger, desktop: Bool, udev: UdevClient? = nil) throws -> FeedbackDevices {
     let haptics: ForceFeedbackHaptics
     do {
-        haptics = try ForceFeedbackHaptics(logger: logger)
+        haptics = try udev.map { ForceFeedbackHaptics(udev: $0, logger: logger) } ?? ForceFeedbackHaptics(logger: logger)
     } catch {
         logger.info("no vibration motor: haptics not supported on this device", metadata: ["error": "\(error)"])
         haptics = ForceFeedbackHaptics(finder: StaticVibraFinder(nil), logger: logger)

@@ -31,7 +31,8 @@ public struct BLEAdvert: Sendable, Equatable {
 }
 
 /// A client of BlueZ (`org.bluez` on the system bus): the object tree, LE discovery with duplicate
-/// adverts, and a stream of adverts from `InterfacesAdded` and `PropertiesChanged` on `Device1`.
+/// adverts, and a stream of adverts from `InterfacesAdded` and `PropertiesChanged` on `Device1`. Its
+/// signals are decoded by `BlueZSignal`, as the GATT sessions' are.
 public final class BlueZClient: Sendable {
     public let connection: DBusConnection
     private let logger: Logger
@@ -111,15 +112,15 @@ public final class BlueZClient: Sendable {
         }
         let a = Task {
             for await message in added {
-                guard message.sender == owner, message.body.count == 2, let path = message.body[0].string,
-                      let interfaces = message.body[1].stringKeyed, let props = interfaces["org.bluez.Device1"]?.stringKeyed,
+                guard message.sender == owner, case .interfacesAdded(let path, let interfaces)? = try? BlueZSignal.decode(message),
+                      let props = interfaces["org.bluez.Device1"],
                       let advert = Self.advert(path: path, properties: props, book: addresses, at: Self.arrival(message, now)) else { continue }
                 continuation.yield(advert)
             }
         }
         let c = Task {
             for await message in changed {
-                guard message.sender == owner, message.body.count >= 2, let path = message.path, let props = message.body[1].stringKeyed,
+                guard message.sender == owner, case .propertiesChanged(let path, _, let props)? = try? BlueZSignal.decode(message),
                       let advert = Self.advert(path: path, properties: props, book: addresses, at: Self.arrival(message, now)) else { continue }
                 continuation.yield(advert)
             }
@@ -209,22 +210,23 @@ public final class BlueZClient: Sendable {
         let tasks = [
             Task {
                 for await m in powered {
-                    guard await fromBlueZ(m), m.body.count >= 2, let path = m.path, let on = m.body[1].stringKeyed?["Powered"]?.bool else { continue }
+                    guard case .propertiesChanged(let path, _, let changed)? = try? BlueZSignal.decode(m),
+                          let on = changed["Powered"]?.bool, await fromBlueZ(m) else { continue }
                     continuation.yield(on ? .poweredOn(path) : .poweredOff(path))
                 }
                 continuation.finish()
             },
             Task {
                 for await m in added {
-                    guard m.body.count == 2, let path = m.body[0].string, m.body[1].stringKeyed?["org.bluez.Adapter1"] != nil,
-                          await fromBlueZ(m) else { continue }
+                    guard case .interfacesAdded(let path, let interfaces)? = try? BlueZSignal.decode(m),
+                          interfaces["org.bluez.Adapter1"] != nil, await fromBlueZ(m) else { continue }
                     continuation.yield(.added(path))
                 }
             },
             Task {
                 for await m in removed {
-                    guard await fromBlueZ(m), m.body.count == 2, let path = m.body[0].string,
-                          m.body[1].array?.contains(where: { $0.string == "org.bluez.Adapter1" }) == true else { continue }
+                    guard case .interfacesRemoved(let path, let interfaces)? = try? BlueZSignal.decode(m),
+                          interfaces.contains("org.bluez.Adapter1"), await fromBlueZ(m) else { continue }
                     continuation.yield(.removed(path))
                 }
             },
@@ -240,7 +242,7 @@ public final class BlueZClient: Sendable {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         let task = Task {
             for await m in signals {
-                guard m.body.count == 3, let newOwner = m.body[2].string else { continue }
+                guard case .nameOwnerChanged(_, let newOwner)? = try? BlueZSignal.decode(m) else { continue }
                 continuation.yield(newOwner)
             }
             continuation.finish()

@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 #if canImport(Glibc)
 import Glibc
 #endif

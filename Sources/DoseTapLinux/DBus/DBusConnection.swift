@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 import Dispatch
 import Foundation
 import Logging

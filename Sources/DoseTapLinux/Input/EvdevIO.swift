@@ -1,4 +1,4 @@
-import CLinuxInput
+internal import CLinuxInput
 import Glibc
 
 /// A failed evdev system call: which one, and its errno.
@@ -17,7 +17,8 @@ public struct EvdevError: Error, Equatable, CustomStringConvertible {
 /// The file-descriptor layer under `ForceFeedbackHaptics`: exactly the calls that reach the kernel.
 ///
 /// `SystemEvdevIO` makes the real calls (through the `CLinuxInput` shims); tests pass a recording fake
-/// and check what is opened, uploaded (`struct ff_effect`, byte for byte what `EVIOCSFF` receives),
+/// and check what is opened, uploaded (`KernelForceFeedbackEffect`: the `struct ff_effect`, byte for byte
+/// what `EVIOCSFF` receives),
 /// written (`EV_FF` events), removed and closed.
 public protocol EvdevIO: Sendable {
     /// `open(path, O_RDWR | O_CLOEXEC)`.
@@ -28,7 +29,7 @@ public protocol EvdevIO: Sendable {
     /// `EVIOCGEFFECTS`.
     func effectCount(_ fd: Int32) throws(EvdevError) -> Int
     /// `EVIOCSFF`: uploads (id -1) or updates the effect; the kernel's id is written back into `effect.id`.
-    func upload(_ fd: Int32, _ effect: inout ff_effect) throws(EvdevError)
+    func upload(_ fd: Int32, _ effect: inout KernelForceFeedbackEffect) throws(EvdevError)
     /// `EVIOCRMFF`.
     func remove(_ fd: Int32, effectID: Int16) throws(EvdevError)
     /// `write(2)` of one `struct input_event`.
@@ -67,8 +68,8 @@ public struct SystemEvdevIO: EvdevIO {
         return Int(count)
     }
 
-    public func upload(_ fd: Int32, _ effect: inout ff_effect) throws(EvdevError) {
-        guard dosetap_evdev_upload_effect(fd, &effect) >= 0 else {
+    public func upload(_ fd: Int32, _ effect: inout KernelForceFeedbackEffect) throws(EvdevError) {
+        guard dosetap_evdev_upload_effect(fd, &effect.raw) >= 0 else {
             throw EvdevError("EVIOCSFF", errno: Glibc.errno)
         }
     }
@@ -116,7 +117,10 @@ public struct ForceFeedbackEffect: Sendable, Equatable, Hashable {
     var signedLevel: Int16 { Int16(magnitude >> 1) }
 
     /// The kernel struct `EVIOCSFF` receives.
-    public var raw: ff_effect {
+    public var kernel: KernelForceFeedbackEffect { KernelForceFeedbackEffect(raw: raw) }
+
+    /// The kernel struct `EVIOCSFF` receives, as C declares it.
+    var raw: ff_effect {
         var effect = ff_effect()
         switch kind {
         case .rumble:
@@ -128,6 +132,28 @@ public struct ForceFeedbackEffect: Sendable, Equatable, Hashable {
             dosetap_ff_effect_constant(&effect, id, signedLevel, Self.direction, lengthMilliseconds, delayMilliseconds)
         }
         return effect
+    }
+}
+
+/// A `struct ff_effect` exactly as `EVIOCSFF` receives it (and writes the kernel's id back into), without
+/// its C type in the API: build it from a `ForceFeedbackEffect`, read it back with `fields`.
+public struct KernelForceFeedbackEffect: Sendable {
+    var raw: ff_effect
+
+    init(raw: ff_effect) { self.raw = raw }
+
+    /// The effect's id: -1 to upload a new one; the kernel's id after `EVIOCSFF`.
+    public var id: Int16 {
+        get { raw.id }
+        set { raw.id = newValue }
+    }
+
+    /// What it holds, field by field.
+    public var fields: RawForceFeedbackEffect { RawForceFeedbackEffect(raw) }
+
+    /// Its bytes, as the ioctl passes them (48 on Linux).
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: raw) { Array($0) }
     }
 }
 
@@ -145,7 +171,7 @@ public struct RawForceFeedbackEffect: Sendable, Equatable, Hashable {
     public var periodicMagnitude: Int16
     public var constantLevel: Int16
 
-    public init(_ effect: ff_effect) {
+    init(_ effect: ff_effect) {
         var copy = effect
         type = effect.type
         id = effect.id

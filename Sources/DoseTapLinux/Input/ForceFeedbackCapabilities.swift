@@ -1,4 +1,4 @@
-import CLinuxInput
+internal import CLinuxInput
 
 /// The force-feedback codes a device advertises (`EV_FF` bits: `FF_RUMBLE`, `FF_PERIODIC`, `FF_GAIN`, …).
 ///

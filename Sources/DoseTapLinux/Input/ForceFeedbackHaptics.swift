@@ -1,4 +1,4 @@
-import CLinuxInput
+internal import CLinuxInput
 import Dispatch
 import DoseTapCore
 import Glibc
@@ -73,6 +73,11 @@ public final class ForceFeedbackHaptics: Haptics, Sendable {
         self.init(finder: try UdevVibraFinder(logger: logger), logger: logger)
     }
 
+    /// The machine's motor, found and followed through the process's shared udev client.
+    public convenience init(udev: UdevClient, logger: Logger = Logger(label: "dosetap.haptics")) {
+        self.init(finder: UdevVibraFinder(udev: udev, logger: logger), logger: logger)
+    }
+
     public var isSupported: Bool { finder.current() != nil }
 
     /// The motor `play` would use now.
@@ -120,7 +125,7 @@ public final class ForceFeedbackHaptics: Haptics, Sendable {
                                                        lengthMilliseconds: on)
                         let spec = next
                         next.id = try await onQueue(path) { () throws(EvdevError) -> Int16 in
-                            var raw = spec.raw
+                            var raw = spec.kernel
                             try io.upload(fd, &raw)
                             return raw.id
                         }

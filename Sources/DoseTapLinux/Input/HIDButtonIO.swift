@@ -1,4 +1,4 @@
-import CLinuxInput
+internal import CLinuxInput
 import Glibc
 
 /// The file-descriptor layer under `HIDButtonReader`: exactly the calls that reach the kernel.

@@ -1,4 +1,4 @@
-import CLinuxInput
+internal import CLinuxInput
 import Dispatch
 import DoseTapCore
 import Foundation

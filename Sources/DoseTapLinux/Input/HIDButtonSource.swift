@@ -1,4 +1,3 @@
-import CUdev
 import Dispatch
 import DoseTapCore
 import Foundation
@@ -18,12 +17,13 @@ import Logging
 /// with no hid parent) are not remotes and are not listed.
 ///
 /// **Reading** (`events(addresses:)`): the nodes of the allowed addresses are opened, grabbed and read
-/// by `HIDButtonReader`s; a `udev_monitor` on `input` opens a remote's nodes as they appear (remotes
+/// by `HIDButtonReader`s; the shared `UdevClient`'s monitor (subscribed to `input`) opens a remote's nodes as they appear (remotes
 /// connect and disconnect all the time) and closes them when udev removes them. Every node of one
 /// address is one logical button (`HIDRemoteMerger`).
 ///
-/// libudev is not thread-safe: the context, the monitor and every reader live on one serial queue. The
-/// open nodes sit in one private epoll set watched by one `DispatchSource` (see `HIDButtonReader`).
+/// libudev is not thread-safe: the udev client's queue is this source's queue too, where its subscription
+/// and every reader live. The open nodes sit in one private epoll set watched by one `DispatchSource` on
+/// that queue (see `HIDButtonReader`).
 ///
 /// How the agent uses it (one `GestureRecognizer` per address; `expire(at:)` at each `deadline`):
 /// ```swift
@@ -41,8 +41,8 @@ import Logging
 /// // After a config reload: hid.setAddresses(newAllowlist). For `button scan`: hid.remotes().
 /// ```
 public final class HIDButtonSource: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "dosetap.hid")
-    private let udev: OpaquePointer
+    private let udev: UdevClient
+    private var queue: DispatchQueue { udev.queue }
     private let io: any HIDButtonIO
     private let logger: Logger
     /// The epoll set every open node sits in, watched by one DispatchSource on `queue`.
@@ -50,28 +50,31 @@ public final class HIDButtonSource: @unchecked Sendable {
     // Touched only on `queue`.
     private var subscription: Subscription?
 
-    public init(io: any HIDButtonIO = SystemHIDButtonIO(), logger: Logger = Logger(label: "dosetap.hid")) throws {
+    /// On the process's shared udev client (the agent's).
+    public init(udev: UdevClient, io: any HIDButtonIO = SystemHIDButtonIO(), logger: Logger = Logger(label: "dosetap.hid")) throws {
         let poller: HIDEventPoller
         do {
-            poller = try HIDEventPoller(queue: queue)
+            poller = try HIDEventPoller(queue: udev.queue)
         } catch {
             throw HIDButtonError("cannot watch input devices: \(error)", underlying: error)
         }
-        guard let context = udev_new() else {
-            throw HIDButtonError("cannot create a udev context: \(String(cString: strerror(errno)))")
-        }
-        udev = context
+        self.udev = udev
         self.poller = poller
         self.io = io
         self.logger = logger
     }
 
+    /// On a udev client of its own (the command line, tests).
+    public convenience init(io: any HIDButtonIO = SystemHIDButtonIO(), logger: Logger = Logger(label: "dosetap.hid")) throws {
+        let client: UdevClient
+        do { client = try UdevClient(logger: logger) } catch { throw HIDButtonError(error.description) }
+        try self.init(udev: client, io: io, logger: logger)
+    }
+
     deinit {
-        let context = HIDUnsafeUdevContext(pointer: udev)
         let subscription = self.subscription
         queue.async {
             subscription?.shutDown(reason: .stopped)
-            udev_unref(context.pointer)
         }
     }
 
@@ -117,20 +120,15 @@ public final class HIDButtonSource: @unchecked Sendable {
 
     // MARK: - udev
 
-    static func scan(udev: OpaquePointer) -> [HIDRemote] {
-        guard let enumerator = udev_enumerate_new(udev) else { return [] }
-        defer { udev_enumerate_unref(enumerator) }
-        udev_enumerate_add_match_subsystem(enumerator, "input")
-        udev_enumerate_add_match_sysname(enumerator, "event*")
-        guard udev_enumerate_scan_devices(enumerator) >= 0 else { return [] }
+    /// On the client's queue.
+    static func scan(udev: UdevClient) -> [HIDRemote] {
         var found: [HIDRemote] = []
-        var entry = udev_enumerate_get_list_entry(enumerator)
-        while let current = entry {
-            if let path = udev_list_entry_get_name(current), let device = udev_device_new_from_syspath(udev, path) {
+        do {
+            try udev.enumerate(subsystem: "input", sysname: "event*") { device in
                 if let remote = Self.remote(from: device) { found.append(remote) }
-                udev_device_unref(device)
             }
-            entry = udev_list_entry_get_next(current)
+        } catch {
+            return []
         }
         return found.sorted { (Self.eventNumber($0.sysname), $0.devnode) < (Self.eventNumber($1.sysname), $1.devnode) }
     }
@@ -140,21 +138,14 @@ public final class HIDButtonSource: @unchecked Sendable {
     }
 
     /// The remote behind one `eventN` device, or nil when it is not a Bluetooth HID node with an address.
-    static func remote(from device: OpaquePointer) -> HIDRemote? {
-        guard let sysnamePtr = udev_device_get_sysname(device), let devnodePtr = udev_device_get_devnode(device) else {
-            return nil
-        }
-        let sysname = String(cString: sysnamePtr)
+    static func remote(from device: UdevDevice) -> HIDRemote? {
+        guard let sysname = device.sysname, let devnode = device.devnode else { return nil }
         guard sysname.hasPrefix("event") else { return nil }
-        // Parents are owned by the child: no unref.
-        guard let input = udev_device_get_parent_with_subsystem_devtype(device, "input", nil),
-              let hid = udev_device_get_parent_with_subsystem_devtype(device, "hid", nil) else { return nil }
+        guard let input = device.parent(subsystem: "input"), let hid = device.parent(subsystem: "hid") else { return nil }
 
-        let property = { (d: OpaquePointer, key: String) -> String? in
-            udev_device_get_property_value(d, key).map { String(cString: $0) }
-        }
-        let attribute = { (d: OpaquePointer, key: String) -> String? in
-            udev_device_get_sysattr_value(d, key).map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
+        let property = { (d: UdevDevice, key: String) -> String? in d.property(key) }
+        let attribute = { (d: UdevDevice, key: String) -> String? in
+            d.attribute(key).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
         }
 
         // The hid device's bus decides ("0005:0000248A:00008266", or its kernel name "0005:248A:8266.0004");
@@ -164,7 +155,7 @@ public final class HIDButtonSource: @unchecked Sendable {
             return field.count == 4 ? UInt32(field, radix: 16) : nil
         }
         let hidBus = property(hid, "HID_ID").flatMap(busField)
-            ?? udev_device_get_sysname(hid).flatMap { busField(String(cString: $0)) }
+            ?? hid.sysname.flatMap(busField)
         let bluetooth = hidBus.map { $0 == 0x0005 }
             ?? (property(device, "ID_BUS") == "bluetooth" || attribute(input, "id/bustype").flatMap { UInt32($0, radix: 16) } == 0x0005)
         guard bluetooth else { return nil }
@@ -175,7 +166,7 @@ public final class HIDButtonSource: @unchecked Sendable {
         let name = attribute(input, "name").map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
         return HIDRemote(
             sysname: sysname,
-            devnode: String(cString: devnodePtr),
+            devnode: devnode,
             address: address,
             name: name,
             adapter: attribute(input, "phys").flatMap(HIDRemote.normalize(address:)),
@@ -195,7 +186,7 @@ public final class HIDButtonSource: @unchecked Sendable {
 
     /// What a subscription needs of its source (it may outlive the source object by one queue hop).
     private struct Context {
-        let udev: OpaquePointer
+        let udev: UdevClient
         let queue: DispatchQueue
         let io: any HIDButtonIO
         let logger: Logger
@@ -207,7 +198,7 @@ public final class HIDButtonSource: @unchecked Sendable {
         let owner: Context
         var allowed: Set<String>
         let continuation: AsyncStream<HIDButtonEvent>.Continuation
-        var monitor: HIDInputMonitor?
+        var monitor: UdevSubscription?
         var readers: [String: (remote: HIDRemote, reader: HIDButtonReader)] = [:]   // by devnode
         var merger = HIDRemoteMerger()
         var unavailable: Set<String> = []   // devnodes already reported, until they change
@@ -222,8 +213,11 @@ public final class HIDButtonSource: @unchecked Sendable {
         func start() {
             // The monitor first, so a remote that connects during the scan is not missed.
             do {
-                monitor = try HIDInputMonitor(udev: owner.udev, queue: owner.queue) { [weak self] action, remote, devnode in
-                    self?.hotplug(action: action, remote: remote, devnode: devnode)
+                monitor = try owner.udev.subscribe(subsystem: "input") { [weak self] devices in
+                    for device in devices {
+                        guard let change = HIDButtonSource.hotplugChange(device) else { continue }
+                        self?.hotplug(action: change.action, remote: change.remote, devnode: change.devnode)
+                    }
                 }
             } catch {
                 owner.logger.warning("no udev monitor for input devices: HID remotes that connect later are not seen",
@@ -321,54 +315,15 @@ public final class HIDButtonSource: @unchecked Sendable {
     }
 }
 
-/// The context pointer, handed to the queue once its owner is gone.
-private struct HIDUnsafeUdevContext: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
-
-/// A `udev_monitor` on the `input` subsystem, read by a `DispatchSource` on the owner's queue. Calls
-/// `changed(action, remote, devnode)` on that queue for every `event*` device: the remote is nil when the
-/// device is not a Bluetooth HID remote (or is gone: on "remove" only the node name is known).
-final class HIDInputMonitor: @unchecked Sendable {
-    private let source: DispatchSourceRead
-
-    init(udev: OpaquePointer, queue: DispatchQueue,
-         changed: @escaping (_ action: String, _ remote: HIDRemote?, _ devnode: String?) -> Void) throws {
-        guard let monitor = udev_monitor_new_from_netlink(udev, "udev") else {
-            throw HIDButtonError("cannot open the udev monitor: \(String(cString: strerror(errno)))")
-        }
-        udev_monitor_filter_add_match_subsystem_devtype(monitor, "input", nil)
-        let rc = udev_monitor_enable_receiving(monitor)
-        guard rc >= 0 else {
-            udev_monitor_unref(monitor)
-            throw HIDButtonError("cannot listen to udev events: \(String(cString: strerror(-rc)))")
-        }
-        let box = HIDMonitorHandler(changed)
-        source = DispatchSource.makeReadSource(fileDescriptor: udev_monitor_get_fd(monitor), queue: queue)
-        source.setEventHandler { [monitor, box] in
-            while let device = udev_monitor_receive_device(monitor) {
-                defer { udev_device_unref(device) }
-                guard let name = udev_device_get_sysname(device), String(cString: name).hasPrefix("event") else { continue }
-                let action = udev_device_get_action(device).map { String(cString: $0) } ?? "change"
-                let devnode = udev_device_get_devnode(device).map { String(cString: $0) }
-                    ?? udev_device_get_property_value(device, "DEVNAME").map { String(cString: $0) }
-                let remote = action == "remove" ? nil : HIDButtonSource.remote(from: device)
-                box.changed(action, remote, devnode)
-            }
-        }
-        source.setCancelHandler { [monitor] in
-            udev_monitor_unref(monitor)
-        }
-        source.resume()
+extension HIDButtonSource {
+    /// What one `input` device the monitor announced means here, or nil when it is not an `event*` node:
+    /// the action, the remote (nil when the node is not a Bluetooth HID remote, or is gone: on "remove"
+    /// only the node name is known) and the node.
+    static func hotplugChange(_ device: UdevDevice) -> (action: String, remote: HIDRemote?, devnode: String?)? {
+        guard let name = device.sysname, name.hasPrefix("event") else { return nil }
+        let action = device.action ?? "change"
+        let devnode = device.devnode ?? device.property("DEVNAME")
+        let remote = action == "remove" ? nil : remote(from: device)
+        return (action, remote, devnode)
     }
-
-    func cancel() {
-        source.cancel()
-    }
-}
-
-/// The monitor's callback; called only on the owner's queue.
-private final class HIDMonitorHandler: @unchecked Sendable {
-    let changed: (String, HIDRemote?, String?) -> Void
-    init(_ changed: @escaping (String, HIDRemote?, String?) -> Void) { self.changed = changed }
 }

@@ -1,4 +1,3 @@
-import CUdev
 import Dispatch
 import Foundation
 import Logging
@@ -102,33 +101,33 @@ public struct VibraDiscoveryError: Error, CustomStringConvertible {
 }
 
 /// Finds the motor with libudev: every `input` device named `event*` whose parent advertises force
-/// feedback in `capabilities/ff`, ranked by `VibraSelection`. A `udev_monitor` on the `input` subsystem
-/// rescans on hotplug, so a motor plugged in later is found (and one unplugged is forgotten) without
-/// polling. Without a monitor (no udevd, e.g. in a container) every `current()` rescans.
+/// feedback in `capabilities/ff`, ranked by `VibraSelection`. A subscription to the `input` subsystem
+/// on the shared `UdevClient`'s monitor rescans on hotplug, so a motor plugged in later is found (and one
+/// unplugged is forgotten) without polling. Without a monitor (no udevd, e.g. in a container) every
+/// `current()` rescans.
 ///
-/// libudev is not thread-safe: the context, the monitor and the cache are touched only on `queue`.
+/// libudev is not thread-safe: the subscription and the cache are touched only on the client's queue.
 public final class UdevVibraFinder: VibraDeviceFinder, @unchecked Sendable {
-    private let queue = DispatchQueue(label: "dosetap.udev.vibra")
-    private let udev: OpaquePointer
+    private let udev: UdevClient
+    private var queue: DispatchQueue { udev.queue }
     private let logger: Logger
     // Touched only on `queue`.
-    private var monitor: InputDeviceMonitor?
+    private var monitor: UdevSubscription?
     private var cached: [ForceFeedbackCandidate] = []
     private var announced: ForceFeedbackCandidate?
 
-    public init(watchHotplug: Bool = true, logger: Logger = Logger(label: "dosetap.haptics")) throws {
-        guard let context = udev_new() else {
-            throw VibraDiscoveryError(description: "cannot create a udev context: \(String(cString: strerror(errno)))")
-        }
-        udev = context
+    /// On the process's shared udev client (the agent's).
+    public init(udev: UdevClient, watchHotplug: Bool = true, logger: Logger = Logger(label: "dosetap.haptics")) {
+        self.udev = udev
         self.logger = logger
         queue.sync {
             cached = scan()
             announce()
             if watchHotplug {
                 do {
-                    monitor = try InputDeviceMonitor(udev: udev, queue: queue) { [weak self] in
-                        guard let self else { return }
+                    monitor = try udev.subscribe(subsystem: "input") { [weak self] devices in
+                        // One rescan per batch, and only for `event*` nodes.
+                        guard let self, devices.contains(where: { $0.sysname?.hasPrefix("event") == true }) else { return }
                         self.cached = self.scan()
                         self.announce()
                     }
@@ -139,14 +138,16 @@ public final class UdevVibraFinder: VibraDeviceFinder, @unchecked Sendable {
         }
     }
 
+    /// On a udev client of its own (the command line, tests).
+    public convenience init(watchHotplug: Bool = true, logger: Logger = Logger(label: "dosetap.haptics")) throws {
+        let client: UdevClient
+        do { client = try UdevClient(logger: logger) } catch { throw VibraDiscoveryError(description: error.description) }
+        self.init(udev: client, watchHotplug: watchHotplug, logger: logger)
+    }
+
     deinit {
-        // The monitor's cancel handler unrefs it on the queue; the context outlives it there.
-        let context = UnsafeUdevContext(pointer: udev)
         let monitor = self.monitor
-        queue.async {
-            monitor?.cancel()
-            udev_unref(context.pointer)
-        }
+        queue.async { monitor?.cancel() }
     }
 
     public func current() -> ForceFeedbackCandidate? {
@@ -182,87 +183,35 @@ public final class UdevVibraFinder: VibraDeviceFinder, @unchecked Sendable {
 
     /// Every `event*` input device with force-feedback bits (usable or not; ranking filters).
     private func scan() -> [ForceFeedbackCandidate] {
-        guard let enumerator = udev_enumerate_new(udev) else { return [] }
-        defer { udev_enumerate_unref(enumerator) }
-        udev_enumerate_add_match_subsystem(enumerator, "input")
-        udev_enumerate_add_match_sysname(enumerator, "event*")
-        guard udev_enumerate_scan_devices(enumerator) >= 0 else { return [] }
         var found: [ForceFeedbackCandidate] = []
-        var entry = udev_enumerate_get_list_entry(enumerator)
-        while let current = entry {
-            if let path = udev_list_entry_get_name(current),
-               let device = udev_device_new_from_syspath(udev, path) {
+        do {
+            try udev.enumerate(subsystem: "input", sysname: "event*") { device in
                 if let candidate = Self.candidate(from: device) { found.append(candidate) }
-                udev_device_unref(device)
             }
-            entry = udev_list_entry_get_next(current)
+        } catch {
+            return []
         }
         return found
     }
 
     /// The candidate for one `eventN` device, or nil when it has no node or no force-feedback bits.
-    static func candidate(from device: OpaquePointer) -> ForceFeedbackCandidate? {
-        guard let sysnamePtr = udev_device_get_sysname(device),
-              let devnodePtr = udev_device_get_devnode(device) else { return nil }
-        let sysname = String(cString: sysnamePtr)
+    static func candidate(from device: UdevDevice) -> ForceFeedbackCandidate? {
+        guard let sysname = device.sysname, let devnode = device.devnode else { return nil }
         guard sysname.hasPrefix("event") else { return nil }
-        // The capabilities live on the parent inputN device (owned by the child: no unref).
-        let input = udev_device_get_parent_with_subsystem_devtype(device, "input", nil)
-        guard let input,
-              let ffText = udev_device_get_sysattr_value(input, "capabilities/ff"),
-              let capabilities = ForceFeedbackCapabilities(sysfs: String(cString: ffText)),
+        // The capabilities live on the parent inputN device.
+        guard let input = device.parent(subsystem: "input"),
+              let ffText = input.attribute("capabilities/ff"),
+              let capabilities = ForceFeedbackCapabilities(sysfs: ffText),
               !capabilities.codes.isEmpty else { return nil }
-        let name = udev_device_get_sysattr_value(input, "name").map { String(cString: $0) }
-        let tagged = udev_device_get_property_value(device, "DOSETAP_VIBRA").map { String(cString: $0) } == "1"
+        let name = input.attribute("name")
+        let tagged = device.property("DOSETAP_VIBRA") == "1"
         var drivers: [String] = []
-        var ancestor = udev_device_get_parent(device)
+        var ancestor = device.parent
         while let a = ancestor {
-            if let driver = udev_device_get_driver(a) { drivers.append(String(cString: driver)) }
-            ancestor = udev_device_get_parent(a)
+            if let driver = a.driver { drivers.append(driver) }
+            ancestor = a.parent
         }
-        return ForceFeedbackCandidate(sysname: sysname, devnode: String(cString: devnodePtr), name: name,
+        return ForceFeedbackCandidate(sysname: sysname, devnode: devnode, name: name,
                                       capabilities: capabilities, tagged: tagged, drivers: drivers)
-    }
-}
-
-/// The context pointer, handed to the queue once its owner is gone.
-private struct UnsafeUdevContext: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
-
-/// A `udev_monitor` on the `input` subsystem, read by a `DispatchSource` on the owner's queue. Calls
-/// `changed` (on that queue) after any add/remove/change of an `event*` device. Cancel it on that queue.
-final class InputDeviceMonitor: @unchecked Sendable {
-    private let source: DispatchSourceRead
-
-    init(udev: OpaquePointer, queue: DispatchQueue, changed: @escaping @Sendable () -> Void) throws {
-        guard let monitor = udev_monitor_new_from_netlink(udev, "udev") else {
-            throw VibraDiscoveryError(description: "cannot open the udev monitor: \(String(cString: strerror(errno)))")
-        }
-        udev_monitor_filter_add_match_subsystem_devtype(monitor, "input", nil)
-        let rc = udev_monitor_enable_receiving(monitor)
-        guard rc >= 0 else {
-            udev_monitor_unref(monitor)
-            throw VibraDiscoveryError(description: "cannot listen to udev events: \(String(cString: strerror(-rc)))")
-        }
-        source = DispatchSource.makeReadSource(fileDescriptor: udev_monitor_get_fd(monitor), queue: queue)
-        source.setEventHandler { [monitor] in
-            var relevant = false
-            while let device = udev_monitor_receive_device(monitor) {
-                if let name = udev_device_get_sysname(device), String(cString: name).hasPrefix("event") {
-                    relevant = true
-                }
-                udev_device_unref(device)
-            }
-            if relevant { changed() }
-        }
-        source.setCancelHandler { [monitor] in
-            udev_monitor_unref(monitor)
-        }
-        source.resume()
-    }
-
-    func cancel() {
-        source.cancel()
     }
 }

@@ -1,4 +1,4 @@
-import CLinuxTime
+internal import CLinuxTime
 import DoseTapCore
 import Foundation
 import Synchronization
