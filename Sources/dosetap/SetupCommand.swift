@@ -1,4 +1,5 @@
 import ArgumentParser
+import DoseTapAgent
 import DoseTapCore
 import DoseTapStore
 import Foundation
