@@ -128,7 +128,7 @@ struct FeedbackCommand: ParsableCommand {
             do { e = try FeedbackEvent(validating: event) } catch { throw CLIError(error.description) }
             let plan = try failing { try feedbackUseCases(location).resolve(e) }
             if json {
-                printLine(plan.json(event: e).text)
+                printLine(plan.json.text)
                 return
             }
             printLine("\(e.rawValue): " + (plan.chime ? "chime on" : "chime off (silent)"))

@@ -47,8 +47,8 @@ extension SettingsUseCases.Feedback {
 }
 
 extension FeedbackPlan {
-    /// What would play for `event`: chime, sound, haptics, muted, warnings.
-    public func json(event: FeedbackEvent) -> JSON {
+    /// What would play for its event: chime, sound, haptics, muted, warnings.
+    public var json: JSON {
         .object([
             ("event", .string(event.rawValue)),
             ("chime", .bool(chime)),
