@@ -2,7 +2,6 @@ import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
 import DoseTapLinux
-import DoseTapStore
 import Foundation
 
 struct BatteryCommand: ParsableCommand {

@@ -2,7 +2,6 @@ import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
 import DoseTapLinux
-import DoseTapStore
 import Foundation
 import Logging
 
@@ -56,9 +55,7 @@ struct ButtonCommand: AsyncParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            let buttons: [ButtonConfig]
-            let unusable: [UnusableButton]
-            (buttons, unusable) = try failing { try ButtonCommand.useCases(location).list() }
+            let (buttons, unusable) = try failing { try ButtonCommand.useCases(location).list() }
             if json {
                 printLine(JSON.array(buttons.map(\.json) + unusable.map(\.json)).text)
                 return

@@ -2,7 +2,6 @@ import ArgumentParser
 import DoseTapCore
 import DoseTapLinux
 import DoseTapAgent
-import DoseTapStore
 import Foundation
 
 struct ExportCommand: ParsableCommand {

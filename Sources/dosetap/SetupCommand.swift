@@ -1,7 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
-import DoseTapStore
 import Foundation
 
 struct SetupCommand: ParsableCommand {
