@@ -2,7 +2,6 @@ import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
 import DoseTapLinux
-import DoseTapStore
 import Foundation
 
 struct BatteryCommand: ParsableCommand {
@@ -26,76 +25,16 @@ struct BatteryCommand: ParsableCommand {
     }
 
     func run() throws {
-        let now = Date()
         let alarmTime: TimeOfDay?
         do { alarmTime = try alarm.map { try TimeOfDay(parsing: $0) } } catch { throw CLIError("\(error)") }
-        let status: BatteryStatus
-        do {
-            let source = try UdevPowerSupplySource()
-            let history = try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory)
-                .map { BatterySampleRepository(database: $0) }
-            status = try BatteryStatus.read(source: source, history: history, now: now)
-        } catch {
-            throw CLIError("\(error)")
-        }
+        let battery = BatteryUseCases(store: DataStore(directory: location.paths.dataDirectory))
         if let alarmTime {
-            let at = alarmTime.nextOccurrence(after: now, in: SystemTimeZone.current)
-            let forecast = BatteryForecast.make(state: status.state, drain: status.drain, at: at, now: now)
-            json ? printLine(forecastJSON(forecast, status: status).text) : printForecast(forecast, status: status)
+            let (forecast, status) = try failing { try battery.forecast(alarm: alarmTime) }
+            json ? printLine(forecast.json().text) : printForecast(forecast, status: status)
         } else {
-            json ? printLine(statusJSON(status).text) : printStatus(status)
+            let status = try failing { try battery.status() }
+            json ? printLine(status.json.text) : printStatus(status)
         }
-    }
-
-    func statusJSON(_ status: BatteryStatus) -> JSON {
-        let state = status.state
-        var system: [(String, JSON)] = [
-            ("present", .bool(state.present)),
-            ("level", JSON.optional(state.level.map { Int($0.rounded()) })),
-            ("status", .string(state.status.rawValue)),
-            ("onAC", .bool(state.onAC)),
-            ("drainPercentPerHour", .optional(status.drain.percentPerHour)),
-            ("drainSource", .string(status.drain.source.rawValue)),
-            ("hoursToEmpty", .optional(status.hoursToEmpty)),
-        ]
-        if let rate = state.rateW { system.append(("rateW", .number(rate.rounded(places: 3)))) }
-        let supplies: [JSON] = state.supplies.map { s in
-            var fields: [(String, JSON)] = [
-                ("name", .string(s.name)),
-                ("type", .string(s.type.name)),
-                ("scope", .string(s.scope.rawValue)),
-                ("present", .bool(s.present)),
-                ("status", .string(s.status.rawValue)),
-                ("online", s.online.map { .bool($0) } ?? .null),
-                ("level", JSON.optional(s.level.map { Int($0.rounded()) })),
-            ]
-            let optional: [(String, Double?)] = [
-                ("energyWh", s.energyWh), ("energyFullWh", s.energyFullWh),
-                ("energyFullDesignWh", s.energyFullDesignWh), ("rateW", s.rateW), ("voltageV", s.voltageV),
-            ]
-            for (key, value) in optional {
-                if let value { fields.append((key, .number(value.rounded(places: 3)))) }
-            }
-            if let model = s.model { fields.append(("model", .string(model))) }
-            if !s.problems.isEmpty { fields.append(("problems", .array(s.problems.map { .string($0) }))) }
-            return .object(fields)
-        }
-        return .object([("system", .object(system)), ("supplies", .array(supplies))])
-    }
-
-    func forecastJSON(_ f: BatteryForecast, status: BatteryStatus) -> JSON {
-        .object([
-            ("alarmAt", .string(f.at.rfc3339())),
-            ("hoursUntil", .number(f.hoursUntil.rounded(places: 2))),
-            ("level", JSON.optional(f.level.map { Int($0.rounded()) })),
-            ("drainPercentPerHour", .optional(f.drain.percentPerHour)),
-            ("drainSource", .string(f.drain.source.rawValue)),
-            ("charging", .bool(f.charging)),
-            ("risk", .string(f.risk?.rawValue ?? "unknown")),
-            ("predictedLevel", JSON.optional(f.predictedLevel)),
-            ("nudge", f.nudge?.json ?? .null),
-            ("reason", JSON.optional(f.reason)),
-        ])
     }
 
     func printStatus(_ status: BatteryStatus) {

@@ -2,7 +2,6 @@ import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
 import DoseTapLinux
-import DoseTapStore
 import Foundation
 import Logging
 
@@ -13,21 +12,8 @@ struct ButtonCommand: AsyncParsableCommand {
         subcommands: [Scan.self, Add.self, List.self, Remove.self, Map.self, TestPresses.self]
     )
 
-    static func repository(_ location: LocationOptions) throws -> ButtonRepository {
-        do { return ButtonRepository(database: try DoseTapDatabase(directory: location.paths.dataDirectory)) } catch {
-            throw CLIError("\(error)")
-        }
-    }
-
-    static func json(_ b: ButtonConfig) -> JSON {
-        .object([
-            ("address", .string(b.address)), ("kind", .string(b.kind.rawValue)), ("name", .string(b.name)),
-            ("encrypted", .bool(b.bindkey != nil)),
-            ("mapping", .object([
-                ("single", .string(b.mapping.single.rawValue)), ("double", .string(b.mapping.double.rawValue)),
-                ("hold", .string(b.mapping.hold.rawValue)), ("noDouble", .bool(b.mapping.noDouble)),
-            ])),
-        ])
+    static func useCases(_ location: LocationOptions) -> ButtonUseCases {
+        ButtonUseCases(store: DataStore(directory: location.paths.dataDirectory))
     }
 
     struct Add: ParsableCommand {
@@ -49,43 +35,17 @@ struct ButtonCommand: AsyncParsableCommand {
         }
 
         func run() throws {
-            do { _ = try ButtonConfig(address: address, kind: kind, name: name, bindkey: bindkey) } catch {
-                throw CLIError(error.description)
-            }
-            let repo = try ButtonCommand.repository(location)
-            let existing = (try? repo.find(address: address)) ?? nil
-            // A key is never dropped by leaving --bindkey out: the stored one stays unless the user says otherwise.
-            var key = bindkey
-            var note: String?
-            if let stored = existing?.bindkey {
-                if removeBindkey {
-                    note = "Removed its bindkey: plaintext adverts from it act now."
-                } else if bindkey == nil {
-                    if kind == .bthome {
-                        key = stored
-                        note = "Kept its bindkey (--bindkey KEY replaces it, --remove-bindkey removes it)."
-                    } else {
-                        note = "Its bindkey was dropped: only BTHome buttons have one."
-                    }
-                } else if bindkey?.lowercased() != stored {
-                    note = "Replaced its bindkey."
-                }
-            }
-            let button: ButtonConfig
-            do { button = try ButtonConfig(address: address, kind: kind, name: name, bindkey: key) } catch {
-                throw CLIError(error.description)
-            }
+            let result = try failing { try ButtonCommand.useCases(location).add(
+                address: address, kind: kind, name: name, bindkey: bindkey, removeBindkey: removeBindkey) }
+            let button = result.button
             let shown = DisplayText.escaped(button.name)
-            if let existing {
-                var updated = button
-                updated.mapping = existing.mapping
-                try saveOrFail(repo, updated)
-                printLine("Updated \(shown) (\(updated.address), \(updated.kind.rawValue)\(updated.bindkey != nil ? ", encrypted" : "")).")
+            let encrypted = button.bindkey != nil ? ", encrypted" : ""
+            if result.updated {
+                printLine("Updated \(shown) (\(button.address), \(button.kind.rawValue)\(encrypted)).")
             } else {
-                try saveOrFail(repo, button)
-                printLine("Added \(shown) (\(button.address), \(button.kind.rawValue)\(button.bindkey != nil ? ", encrypted" : "")): single → take, double → snooze, hold → undo.")
+                printLine("Added \(shown) (\(button.address), \(button.kind.rawValue)\(encrypted)): single → take, double → snooze, hold → undo.")
             }
-            if let note { printLine(note) }
+            if let note = result.keyChange { printLine(note.description) }
         }
     }
 
@@ -95,18 +55,14 @@ struct ButtonCommand: AsyncParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            let buttons: [ButtonConfig]
-            let unusable: [UnusableButton]
-            do { (buttons, unusable) = try ButtonCommand.repository(location).load() } catch { throw CLIError("\(error)") }
+            let (buttons, unusable) = try failing { try ButtonCommand.useCases(location).list() }
             if json {
-                printLine(JSON.array(buttons.map(ButtonCommand.json) + unusable.map { row in
-                    .object([("address", .string(row.address)), ("unusable", .string(row.reason))])
-                }).text)
+                printLine(JSON.array(buttons.map(\.json) + unusable.map(\.json)).text)
                 return
             }
             if buttons.isEmpty && unusable.isEmpty { printLine("No buttons. Add one with: dosetap button add ADDRESS --kind bthome|itag|hid") }
             for b in buttons {
-                printLine("\(DisplayText.escaped(b.name))  \(b.address)  \(b.kind.rawValue)\(b.bindkey != nil ? " (encrypted)" : "")  single → \(b.mapping.single.rawValue), double → \(b.mapping.noDouble ? "off" : b.mapping.double.rawValue), hold → \(b.mapping.hold.rawValue)")
+                printLine("\(DisplayText.escaped(b.name))  \(b.address)  \(b.kind.rawValue)\(b.bindkey != nil ? " (encrypted)" : "")  \(b.mapping.summary)")
             }
             for row in unusable {
                 printLine("\(DisplayText.escaped(row.address))  unusable, never acts: \(DisplayText.escaped(row.reason, maxLength: 200)) (add it again)")
@@ -120,13 +76,7 @@ struct ButtonCommand: AsyncParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            // A well-formed address an older version accepted (now refused) can still be removed.
-            guard let spelled = BluetoothAddress.canonicalSpelling(address) else {
-                throw CLIError("invalid address '\(DisplayText.escaped(address, maxLength: 40))': \(BluetoothAddress.Invalid.syntax)")
-            }
-            let removed: Bool
-            do { removed = try ButtonCommand.repository(location).remove(address: address) } catch { throw CLIError("\(error)") }
-            guard removed else { throw CLIError("no button \(spelled)") }
+            let spelled = try failing { try ButtonCommand.useCases(location).remove(address: address) }
             printLine("Removed \(spelled).")
         }
     }
@@ -142,28 +92,11 @@ struct ButtonCommand: AsyncParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            let repo = try ButtonCommand.repository(location)
-            let canonical: String
-            do { canonical = try BluetoothAddress(parsing: address).description } catch {
-                throw CLIError("invalid address '\(DisplayText.escaped(address, maxLength: 40))': \(error)")
-            }
-            guard var button = try? repo.find(address: address) else { throw CLIError("no button \(canonical)") }
-            if let single { button.mapping.single = single }
-            if let double { button.mapping.double = double }
-            if let hold { button.mapping.hold = hold }
-            if noDouble { button.mapping.noDouble = true }
-            if withDouble { button.mapping.noDouble = false }
-            try saveOrFail(repo, button)
-            printLine("\(DisplayText.escaped(button.name)): single → \(button.mapping.single.rawValue), double → \(button.mapping.noDouble ? "off" : button.mapping.double.rawValue), hold → \(button.mapping.hold.rawValue)")
+            let change = ButtonUseCases.MappingChange(single: single, double: double, hold: hold,
+                                                      noDouble: withDouble ? false : (noDouble ? true : nil))
+            let button = try failing { try ButtonCommand.useCases(location).map(address: address, change) }
+            printLine("\(DisplayText.escaped(button.name)): \(button.mapping.summary)")
         }
-    }
-
-    struct Candidate {
-        var kind: ButtonKind
-        var address: String
-        var name: String?
-        var rssi: Int?
-        var connected: Bool
     }
 
     struct Scan: AsyncParsableCommand {
@@ -176,61 +109,9 @@ struct ButtonCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let client: BlueZClient
-            do { client = BlueZClient(connection: try DBusConnection(bus: .system)) } catch {
-                throw CLIError("cannot reach BlueZ on the system bus: \(error)")
-            }
-            var seen: [String: BLEAdvert] = [:]
-            do {
-                try await client.startDiscovery()
-                let adverts = try await client.adverts()
-                let deadline = Date().addingTimeInterval(TimeInterval(seconds))
-                let collector = Task {
-                    var found: [String: BLEAdvert] = [:]
-                    for await a in adverts {
-                        var merged = found[a.address] ?? a
-                        merged.rssi = a.rssi ?? merged.rssi
-                        merged.name = a.name ?? merged.name
-                        merged.serviceData.merge(a.serviceData) { $1 }
-                        merged.uuids = Array(Set(merged.uuids + a.uuids))
-                        found[a.address] = merged
-                        if Date() > deadline { break }
-                    }
-                    return found
-                }
-                try await Task.sleep(for: .seconds(seconds))
-                collector.cancel()
-                seen = await collector.value
-                await client.stopDiscovery()
-            } catch {
-                throw CLIError("scan failed: \(error)")
-            }
-            var candidates = seen.values.compactMap { a -> Candidate? in
-                let kind: ButtonKind
-                if a.serviceData[BLEAdvert.bthomeUUID] != nil { kind = .bthome }
-                else if a.uuids.contains(where: { $0.lowercased().hasPrefix("0000ffe0") }) { kind = .itag }
-                else if a.uuids.contains(where: { $0.lowercased().hasPrefix("00001812") }) { kind = .hid }
-                else { return nil }
-                return Candidate(kind: kind, address: a.address, name: a.name, rssi: a.rssi, connected: false)
-            }
-            // HID remotes already connected: they stop advertising, but the kernel has their input nodes.
-            for remote in (try? HIDButtonSource())?.remotes() ?? [] {
-                if let i = candidates.firstIndex(where: { $0.address == remote.address }) {
-                    candidates[i].kind = .hid
-                    candidates[i].connected = true
-                } else if !candidates.contains(where: { $0.address == remote.address }) {
-                    candidates.append(Candidate(kind: .hid, address: remote.address, name: remote.name, rssi: nil, connected: true))
-                }
-            }
-            // One line per remote (a shutter has two input nodes); strongest first, connected ones last.
-            var unique: [String: Candidate] = [:]
-            for c in candidates where unique[c.address] == nil { unique[c.address] = c }
-            let sorted = unique.values.sorted { ($0.rssi ?? -999, $1.address) > ($1.rssi ?? -999, $0.address) }
+            let sorted = try await failing { try await ButtonUseCases.scan(seconds: seconds) }
             if json {
-                printLine(JSON.array(sorted.map { c in
-                    .object([("kind", .string(c.kind.rawValue)), ("address", .string(c.address)), ("name", JSON.optional(c.name)),
-                             ("rssi", JSON.optional(c.rssi)), ("connected", .bool(c.connected))])
-                }).text)
+                printLine(JSON.array(sorted.map(\.json)).text)
                 return
             }
             if sorted.isEmpty { printLine("No buttons found in \(seconds) s.") }
@@ -253,9 +134,6 @@ struct ButtonCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let repository = try ButtonCommand.repository(location)
-            let buttons = try repository.all()
-            guard !buttons.isEmpty else { throw CLIError("no buttons added: dosetap button add ADDRESS --kind …") }
             // The pipeline logs device names: no raw control character reaches the terminal.
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
@@ -264,21 +142,11 @@ struct ButtonCommand: AsyncParsableCommand {
             }
             var logger = Logger(label: "dosetap.cli")
             logger.logLevel = .warning
-            // BLE buttons through BlueZ; HID remotes through evdev (grabbed while testing, as the agent does).
-            var bluez: BlueZClient?
-            if buttons.contains(where: { $0.kind != .hid }) {
-                do { bluez = BlueZClient(connection: try DBusConnection(bus: .system), logger: logger) } catch {
-                    throw CLIError("cannot reach BlueZ on the system bus: \(error)")
+            let service = try failing {
+                try ButtonCommand.useCases(location).observe(logger: logger) { intent in
+                    printLine("\(DisplayText.escaped(intent.button.name)): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
                 }
             }
-            let hid = buttons.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil
-            // The agent's own pipeline (allowlist, BTHome rules, gesture recognition), observing instead of acting.
-            let service = ButtonService(
-                bluez: bluez, hid: hid, buttons: repository, doses: nil, samples: nil,
-                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: nil,
-                observer: { intent in
-                    printLine("\(DisplayText.escaped(intent.button.name)): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
-                })
             printLine("Press a button (\(seconds) s)…")
             let task = Task { try await service.run() }
             try? await Task.sleep(for: .seconds(seconds))
@@ -290,7 +158,3 @@ struct ButtonCommand: AsyncParsableCommand {
 
 extension ButtonKind: ExpressibleByArgument {}
 extension ButtonAction: ExpressibleByArgument {}
-
-func saveOrFail(_ repo: ButtonRepository, _ button: ButtonConfig) throws {
-    do { try repo.save(button) } catch { throw CLIError("could not save: \(error)") }
-}

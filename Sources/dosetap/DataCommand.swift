@@ -1,5 +1,5 @@
 import ArgumentParser
-import DoseTapStore
+import DoseTapAgent
 import Foundation
 
 struct DataCommand: ParsableCommand {
@@ -19,13 +19,12 @@ struct DataCommand: ParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            guard let db = try? DoseTapDatabase.openIfPresent(directory: location.paths.dataDirectory) else {
+            let data = DataUseCases(store: DataStore(directory: location.paths.dataDirectory))
+            guard let counts = try failing({ try data.contents() }) else {
                 printLine("Nothing to delete: no data in \(location.paths.dataDirectory.path).")
                 return
             }
-            let counts: (doseEvents: Int, settings: Int, samples: Int)
-            do { counts = try db.counts() } catch { throw CLIError("\(error)") }
-            printLine("This deletes, from \(db.path):")
+            printLine("This deletes, from \(counts.path):")
             printLine("  - dose history: \(counts.doseEvents) event\(counts.doseEvents == 1 ? "" : "s")")
             printLine("  - settings: \(counts.settings == 0 ? "none saved" : "your setup answers")")
             printLine("  - battery sample history: \(counts.samples) sample\(counts.samples == 1 ? "" : "s")")
@@ -43,7 +42,7 @@ struct DataCommand: ParsableCommand {
             guard answer == "DELETE" else {
                 throw CLIError("aborted: nothing deleted")
             }
-            do { try db.clearAll() } catch { throw CLIError("could not delete: \(error)") }
+            try failing { try data.clear(counts) }
             StandardOutput.markCommitted("deleted")
             printLine("Deleted.")
         }
@@ -60,13 +59,12 @@ struct DataCommand: ParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
+            let history = DoseHistory(store: DataStore(directory: location.paths.dataDirectory))
             if ignore.isEmpty {
-                guard let db = try openReading() else {
+                guard let entries = try failing({ try history.unreadableEntries() }) else {
                     printLine("No data in \(location.paths.dataDirectory.path).")
                     return
                 }
-                let entries: [DoseRepository.RawEntry]
-                do { entries = try DoseRepository(database: db).unreadableEntries() } catch { throw CLIError("\(error)") }
                 if entries.isEmpty {
                     printLine("Every entry of the dose log can be read.")
                     return
@@ -77,15 +75,9 @@ struct DataCommand: ParsableCommand {
                 }
                 return
             }
-            let repo: DoseRepository
-            do { repo = DoseRepository(database: try DoseTapDatabase(directory: location.paths.dataDirectory)) } catch { throw CLIError("\(error)") }
-            do { try repo.ignoreUnreadable(ignore, now: Date()) } catch { throw CLIError("\(error)") }
+            try failing { try history.ignoreUnreadable(ignore) }
             StandardOutput.markCommitted("set aside")
             printLine("Set aside: \(ignore.map(String.init).joined(separator: ", ")). The entries stay in the file.")
-        }
-
-        func openReading() throws -> DoseTapDatabase? {
-            do { return try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) } catch { throw CLIError("\(error)") }
         }
     }
 }

@@ -2,7 +2,6 @@ import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
 import DoseTapLinux
-import DoseTapStore
 import Foundation
 
 struct DoseCommand: ParsableCommand {
@@ -16,101 +15,37 @@ struct DoseCommand: ParsableCommand {
 /// Exit status of an input the dose rules refused (distinct from 1, an error).
 let refusedExitCode: Int32 = 2
 
-/// Opens the store for a dose command (creating it on first use).
-func openDoseStore(_ location: LocationOptions) throws -> DoseRepository {
-    do {
-        return DoseRepository(database: try DoseTapDatabase(directory: location.paths.dataDirectory))
-    } catch {
-        throw CLIError("\(error)")
-    }
+/// The dose use case over the data folder (created on first use).
+func doseUseCases(_ location: LocationOptions) throws -> DoseUseCases {
+    try failing { try DoseUseCases.open(store: DataStore(directory: location.paths.dataDirectory)) }
 }
 
 /// Runs one input through the dose use case and prints the outcome; a refusal exits with status 2.
-func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, json: Bool) throws {
-    let repo = try openDoseStore(location)
-    let useCases = DoseUseCases(repository: repo, clock: CommandClock(),
-                                battery: { batteryNow(database: repo.database) })
+func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, json: Bool,
+                useCases: DoseUseCases? = nil) throws {
+    let useCases = try useCases ?? doseUseCases(location)
     let submission: DoseSubmission
     do {
         submission = try useCases.submit(command, source: .cli)
     } catch {
         throw CLIError("could not record: \(error)")
     }
-    switch submission.outcome {
-    case .recorded(let event, let confirmation, let status):
+    if case .recorded(_, let confirmation, _) = submission.outcome {
         StandardOutput.markCommitted("recorded (\(confirmation.prefix(while: { $0 != "." })))")
-        if json {
-            printLine(JSON.object([
-                ("recorded", .bool(true)),
-                ("event", eventJSON(event)),
-                ("message", .string(confirmation)),
-                ("batteryNudge", submission.nudge?.json ?? .null),
-                ("status", statusJSON(status)),
-            ]).text)
-        } else {
+    }
+    if json {
+        printLine(submission.json().text)
+    }
+    switch submission.outcome {
+    case .recorded(_, let confirmation, _):
+        if !json {
             printLine(confirmation)
             if let nudge = submission.nudge { printLine(Terminal.colored(nudge.oneLine, nudge.color.rawValue)) }
         }
-    case .refused(let refusal, let status):
-        if json {
-            printLine(JSON.object([
-                ("recorded", .bool(false)),
-                ("refusal", .object([("code", .string(refusal.code.rawValue)), ("message", .string(refusal.message))])),
-                ("status", statusJSON(status)),
-            ]).text)
-        } else {
-            StandardOutput.error("dosetap: \(refusal.message)\n")
-        }
+    case .refused(let refusal, _):
+        if !json { StandardOutput.error("dosetap: \(refusal.message)\n") }
         throw ExitCode(refusedExitCode)
     }
-}
-
-/// The command's clock: the system's time and zone.
-struct CommandClock: WallClock {
-    func now() -> Date { Date() }
-    var timeZone: TimeZone { SystemTimeZone.current }
-}
-
-/// The battery now, with the drain fitted from the agent's samples when the hardware gives no rate.
-func batteryNow(database: DoseTapDatabase) -> BatteryStatus? {
-    guard let source = try? UdevPowerSupplySource() else { return nil }
-    return try? BatteryStatus.read(source: source, history: BatterySampleRepository(database: database), now: Date())
-}
-
-func eventJSON(_ event: DoseEvent) -> JSON {
-    let kind: String
-    switch event.kind {
-    case .dose1: kind = "dose1"
-    case .dose2(let late): kind = late ? "dose2-late" : "dose2"
-    case .snooze: kind = "snooze"
-    case .skip: kind = "skip"
-    case .undo: kind = "undo"
-    }
-    return .object([
-        ("id", .string(event.id.uuidString)),
-        ("kind", .string(kind)),
-        ("at", .string(event.at.rfc3339())),
-        ("source", .string(event.source.rawValue)),
-    ])
-}
-
-func statusJSON(_ s: NightStatus) -> JSON {
-    func time(_ d: Date?) -> JSON { d.map { .string($0.rfc3339()) } ?? .null }
-    let session = s.session
-    return .object([
-        ("phase", .string(s.phase.rawValue)),
-        ("nightDate", .string(s.nightDate.description)),
-        ("dose1At", time(session?.dose1.at)),
-        ("dose2At", time(session?.dose2?.at)),
-        ("windowOpensAt", time(session?.windowOpensAt)),
-        ("windowClosesAt", time(session?.windowClosesAt)),
-        ("reminderAt", time(s.reminderAt)),
-        ("minutesRemaining", JSON.optional(s.minutesRemaining)),
-        ("snoozesUsed", .int(s.snoozesUsed)),
-        ("snoozesLeft", .int(s.snoozesLeft)),
-        ("skipReason", JSON.optional(s.skipReason?.rawValue)),
-        ("onTime", s.onTime.map { .bool($0) } ?? .null),
-    ])
 }
 
 extension DoseCommand {
@@ -173,11 +108,12 @@ extension DoseCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
+            var useCases: DoseUseCases?
             if !yes {
                 // Ask only when a skip is possible; otherwise the refusal says why.
-                let repo = try openDoseStore(location)
-                let phase = (try? repo.status(now: Date(), timeZone: SystemTimeZone.current).phase) ?? .idle
-                if [.waiting, .open, .nearClose, .closed].contains(phase) {
+                let opened = try doseUseCases(location)
+                useCases = opened
+                if opened.skipWouldRecord() {
                     StandardOutput.write("Skip Dose 2? [y/N] ")
                     let answer: String
                     switch StandardInput.line() {
@@ -190,7 +126,7 @@ extension DoseCommand {
                     }
                 }
             }
-            try submitDose(.skip(reason?.skipReason), location: location, json: json)
+            try submitDose(.skip(reason?.skipReason), location: location, json: json, useCases: useCases)
         }
     }
 
@@ -216,20 +152,10 @@ extension DoseCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            let now = Date()
             let zone = SystemTimeZone.current
-            let status: NightStatus
-            do {
-                if let db = try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) {
-                    status = try DoseRepository(database: db).status(now: now, timeZone: zone)
-                } else {
-                    status = DoseLog(events: []).status(at: now, in: zone)
-                }
-            } catch {
-                throw CLIError("\(error)")
-            }
+            let status = try failing { try DoseHistory(store: DataStore(directory: location.paths.dataDirectory)).status() }
             if json {
-                printLine(statusJSON(status).text)
+                printLine(status.json().text)
                 return
             }
             let clock = ClockText(timeZone: zone)

@@ -75,6 +75,15 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// Runs a use case: its error becomes the command's one-line error (exit 1), as the use case worded it.
+func failing<T>(_ body: () throws -> T) throws -> T {
+    do { return try body() } catch let error as CLIError { throw error } catch { throw CLIError("\(error)") }
+}
+
+func failing<T>(_ body: () async throws -> T) async throws -> T {
+    do { return try await body() } catch let error as CLIError { throw error } catch { throw CLIError("\(error)") }
+}
+
 func printLine(_ text: String) {
     StandardOutput.write(text + "\n")
 }
@@ -86,14 +95,6 @@ func oneLine(_ text: String) -> String {
 }
 
 extension Date {
-    /// RFC 3339 with the local offset, e.g. 2026-11-22T06:30:00-05:00.
-    func rfc3339(in timeZone: TimeZone = SystemTimeZone.current) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = timeZone
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: self)
-    }
-
     func localClock(in timeZone: TimeZone = SystemTimeZone.current) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DoseTapCore
 import DoseTapLinux
-import DoseTapStore
+import DoseTapAgent
 import Foundation
 
 struct ExportCommand: ParsableCommand {
@@ -33,7 +33,7 @@ struct ExportCommand: ParsableCommand {
 
         @OptionGroup var location: LocationOptions
 
-        func range(today: LocalDate) throws -> (LocalDate?, LocalDate?) {
+        func range() throws -> DoseHistory.ExportRange {
             if last != nil, from != nil || to != nil {
                 throw CLIError("use either --last or --from/--to, not both")
             }
@@ -49,34 +49,21 @@ struct ExportCommand: ParsableCommand {
                 if let start, let end, start > end {
                     throw CLIError("--from \(start) is after --to \(end)")
                 }
-                return (start, end)
+                return .between(start, end)
             }
             switch last ?? "30d" {
-            case "30d": return (today.adding(days: -29), today)
-            case "90d": return (today.adding(days: -89), today)
-            case "all": return (nil, nil)
+            case "30d": return .last(days: 30)
+            case "90d": return .last(days: 90)
+            case "all": return .all
             case let other: throw CLIError("invalid --last '\(other)': use 30d, 90d or all")
             }
         }
 
         func run() throws {
-            let now = Date()
-            let today = LocalDate.night(of: now, in: SystemTimeZone.current)
-            let (start, end) = try range(today: today)
-            let sessions: [NightSession]
-            var unreadable: [Int64] = []
-            do {
-                if let db = try DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) {
-                    let all = try DoseRepository(database: db).readAll()
-                    sessions = DoseLog(events: all.events).sessions
-                    unreadable = all.unreadable
-                } else {
-                    sessions = []
-                }
-            } catch {
-                throw CLIError("\(error)")
-            }
-            let text = CSVExport.document(sessions, from: start, to: end, now: now)
+            let range = try range()
+            let export = try failing { try DoseHistory(store: DataStore(directory: location.paths.dataDirectory)).export(range) }
+            let text = export.csv
+            let unreadable = export.unreadable
             if let output {
                 do {
                     try SafeFileWriter.write(Array(text.utf8), to: output, replace: force,

@@ -1,31 +1,17 @@
 import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
-import DoseTapStore
 import DoseTapLinux
 import Foundation
 import Logging
 import Synchronization
 
-/// Shared by the feedback, sounds and haptics commands.
-struct FeedbackContext {
-    let settings: SettingsRepository
-    let devices: FeedbackDevices
-    let logger = Logger(label: "dosetap.cli")
-
-    init(_ location: LocationOptions, withDesktop: Bool = false) throws {
-        do {
-            settings = SettingsRepository(database: try DoseTapDatabase(directory: location.paths.dataDirectory))
-        } catch {
-            throw CLIError("\(error)")
-        }
-        devices = try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: withDesktop)
-    }
-
-    func capabilities() -> FeedbackCapabilities { devices.capabilities(logger: logger) }
-
-    func load() throws -> (FeedbackSettings, UserSettings) {
-        do { return (try settings.loadFeedback(), try settings.load()) } catch { throw CLIError("\(error)") }
+/// The settings use cases with this machine's feedback devices (shared by the feedback commands).
+func feedbackUseCases(_ location: LocationOptions) throws -> SettingsUseCases {
+    try failing {
+        try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory),
+                                  devices: { try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false) },
+                                  logger: Logger(label: "dosetap.cli"))
     }
 }
 
@@ -51,40 +37,18 @@ struct FeedbackCommand: ParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func run() throws {
-            let context = try FeedbackContext(location)
-            let (s, user) = try context.load()
-            let hapticsSupported = context.devices.haptics.isSupported
-            let globalSound: String? = switch s.global.sound {
-            case .unset: nil
-            case .off: "none"
-            case .named(let n): n
-            }
+            let feedback = try failing { try feedbackUseCases(location).feedback() }
             if json {
-                let events: [(String, JSON)] = FeedbackEvent.allCases.map { e in
-                    let f = s.event(e)
-                    return (e.rawValue, .object([
-                        ("chime", .bool(f.chime)),
-                        ("sound", .string(f.sound ?? "default")),
-                        ("haptics", .string(f.haptics.map { $0 ? "on" : "off" } ?? "default")),
-                        ("intensity", .string(f.intensity?.rawValue ?? "default")),
-                    ]))
-                }
-                printLine(JSON.object([
-                    ("global", .object([
-                        ("sound", JSON.optional(globalSound)),
-                        ("haptics", .bool(s.global.hapticsEnabled)),
-                        ("intensity", .string(s.global.intensity.rawValue)),
-                        ("quiet", .bool(user.quietMode)),
-                        ("hapticsSupported", .bool(hapticsSupported)),
-                    ])),
-                    ("events", .object(events)),
-                ]).text)
+                printLine(feedback.json.text)
                 return
             }
+            let s = feedback.settings
+            let globalSound = feedback.globalSound
+            let hapticsSupported = feedback.hapticsSupported
             printLine("Sound: \(DisplayText.escaped(globalSound, placeholder: "none chosen (built-in beep)"))")
             printLine("Haptics: \(s.global.hapticsEnabled ? "on" : "off"), \(s.global.intensity.rawValue)"
                 + (hapticsSupported ? "" : " — Not supported on this device"))
-            printLine("Quiet mode: \(user.quietMode ? "on (sounds muted; urgent alerts and alarms still sound)" : "off")")
+            printLine("Quiet mode: \(feedback.quietMode ? "on (sounds muted; urgent alerts and alarms still sound)" : "off")")
             printLine("Events:")
             for e in FeedbackEvent.allCases {
                 let f = s.event(e)
@@ -112,31 +76,13 @@ struct FeedbackCommand: ParsableCommand {
         }
 
         func run() throws {
-            let context = try FeedbackContext(location)
-            var (s, user) = try context.load()
-            if let sound {
-                guard context.capabilities().sounds[sound] != nil else {
-                    throw CLIError("unknown sound '\(sound)': see dosetap sounds list")
-                }
-                s.global.sound = .named(sound)
-            }
-            if noSound { s.global.sound = .off }
-            if let haptics { s.global.hapticsEnabled = haptics.bool }
-            if let intensity {
-                do { s.global.intensity = try HapticIntensity(validating: intensity) } catch { throw CLIError(error.description) }
-            }
-            do {
-                try context.settings.saveFeedback(s)
-                if let quiet {
-                    user.quietMode = quiet.bool
-                    try context.settings.save(user)
-                }
-            } catch {
-                throw CLIError("could not save: \(error)")
-            }
+            let useCases = try feedbackUseCases(location)
+            let change = SettingsUseCases.FeedbackChange(
+                sound: noSound ? .off : sound.map { .named($0) }, haptics: haptics?.bool, intensity: intensity, quiet: quiet?.bool)
+            try failing { try useCases.changeFeedback(change) }
             StandardOutput.markCommitted("saved")
             printLine("Saved.")
-            if haptics == .on && !context.devices.haptics.isSupported {
+            if haptics == .on && !useCases.hapticsSupported {
                 printLine("Haptics: Not supported on this device (no vibration motor found).")
             }
         }
@@ -155,52 +101,18 @@ struct FeedbackCommand: ParsableCommand {
         func run() throws {
             let e: FeedbackEvent
             do { e = try FeedbackEvent(validating: event) } catch { throw CLIError(error.description) }
-            let context = try FeedbackContext(location)
-            var (s, _) = try context.load()
-            var f = s.event(e)
-            if let chime { f.chime = chime.bool }
-            if let sound {
-                if sound == "default" {
-                    f.sound = nil
-                } else {
-                    guard context.capabilities().sounds[sound] != nil else {
-                        throw CLIError("unknown sound '\(sound)': see dosetap sounds list")
-                    }
-                    f.sound = sound
-                }
-            }
-            if let haptics {
-                f.haptics = switch haptics {
-                case .on: true
-                case .off: false
-                case .default: nil
-                }
-            }
-            if let intensity {
-                if intensity == "default" {
-                    f.intensity = nil
-                } else {
-                    do { f.intensity = try HapticIntensity(validating: intensity) } catch { throw CLIError(error.description) }
-                }
-            }
-            s.set(e, f)
-            do { try context.settings.saveFeedback(s) } catch { throw CLIError("could not save: \(error)") }
+            let useCases = try feedbackUseCases(location)
+            let change = SettingsUseCases.EventFeedbackChange(
+                chime: chime?.bool,
+                sound: sound.map { $0 == "default" ? .useGlobal : .set($0) },
+                haptics: haptics.map { $0 == .default ? .useGlobal : .set($0 == .on) },
+                intensity: intensity.map { $0 == "default" ? .useGlobal : .set($0) })
+            let reminderPending = try failing { try useCases.changeEvent(e, change) }
             StandardOutput.markCommitted("saved")
             printLine("Saved.")
-            if reminderRunning(for: e) {
+            if reminderPending {
                 printLine("Timer is running, changes will apply next time")
             }
-        }
-
-        /// Tonight's night is scheduled and this event's reminder has not rung yet.
-        func reminderRunning(for event: FeedbackEvent) -> Bool {
-            guard let kind = ReminderKind.allCases.first(where: { FeedbackEvent(reminder: $0) == event }),
-                  let db = try? DoseTapDatabase.openForReading(directory: location.paths.dataDirectory) else { return false }
-            let repo = DoseRepository(database: db)
-            let now = Date()
-            guard let session = try? repo.status(now: now, timeZone: SystemTimeZone.current).session, session.isActive(at: now),
-                  let fired = try? repo.firedReminders(session: session.id) else { return false }
-            return ReminderPlanner.reminders(for: session).contains { $0.kind == kind && $0.dueAt > now && !fired.contains($0) }
         }
     }
 
@@ -213,18 +125,9 @@ struct FeedbackCommand: ParsableCommand {
         func run() throws {
             let e: FeedbackEvent
             do { e = try FeedbackEvent(validating: event) } catch { throw CLIError(error.description) }
-            let context = try FeedbackContext(location)
-            let (s, user) = try context.load()
-            let plan = FeedbackResolver.resolve(e, settings: s, quiet: user.quietMode, capabilities: context.capabilities())
+            let plan = try failing { try feedbackUseCases(location).resolve(e) }
             if json {
-                printLine(JSON.object([
-                    ("event", .string(e.rawValue)),
-                    ("chime", .bool(plan.chime)),
-                    ("sound", JSON.optional(plan.sound?.name)),
-                    ("haptics", plan.haptics.map { .object([("intensity", .string($0.intensity.rawValue))]) } ?? .null),
-                    ("muted", .bool(plan.muted)),
-                    ("warnings", .array(plan.warnings.map { .string($0) })),
-                ]).text)
+                printLine(plan.json.text)
                 return
             }
             printLine("\(e.rawValue): " + (plan.chime ? "chime on" : "chime off (silent)"))
@@ -251,9 +154,7 @@ struct SoundsCommand: AsyncParsableCommand {
             do { sounds = try devices.catalog.list() } catch { throw CLIError("\(error)") }
             let all = sounds + [devices.beep]
             if json {
-                printLine(JSON.array(all.map { s in
-                    .object([("name", .string(s.name)), ("theme", .string(s.theme)), ("path", .string(s.path))])
-                }).text)
+                printLine(JSON.array(all.map(\.json)).text)
                 return
             }
             // File and theme names are the file system's: escaped and cut here, exact in --json.

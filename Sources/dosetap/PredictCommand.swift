@@ -1,4 +1,5 @@
 import ArgumentParser
+import DoseTapAgent
 import DoseTapCore
 import Foundation
 
@@ -26,21 +27,13 @@ struct PredictCommand: ParsableCommand {
 
     func run() throws {
         let input = RiskInput(level: level.value, drainPercentPerHour: drain.value, hours: hours.value, charging: charging)
-        let prediction: RiskPrediction
-        do {
-            prediction = try RiskPredictor.predict(input)
-        } catch {
-            throw CLIError(error.description)
-        }
+        let (prediction, nudge) = try failing { try BatteryUseCases.predict(input) }
         if json {
-            printLine(JSON.object([
-                ("risk", .string(prediction.risk.rawValue)),
-                ("predictedLevel", .int(prediction.predictedLevel)),
-            ]).text)
+            printLine(prediction.json.text)
             return
         }
         printLine("\(prediction.risk.rawValue): estimated battery at alarm \(prediction.predictedLevel)%")
-        if let nudge = Nudge.forPrediction(prediction) {
+        if let nudge {
             printNudge(nudge)
         }
     }
@@ -50,15 +43,4 @@ func printNudge(_ nudge: Nudge) {
     printLine(Terminal.colored(nudge.header, nudge.color.rawValue))
     printLine(nudge.headline)
     printLine(Terminal.colored(nudge.action, nudge.color.rawValue))
-}
-
-extension Nudge {
-    var json: JSON {
-        .object([
-            ("severity", .string(severity.rawValue)),
-            ("header", .string(header)),
-            ("headline", .string(headline)),
-            ("action", .string(action)),
-        ])
-    }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
+import DoseTapAgent
 import DoseTapCore
-import DoseTapStore
 import Foundation
 
 struct SetupCommand: ParsableCommand {
@@ -33,13 +33,8 @@ struct SetupCommand: ParsableCommand {
     }
 
     func run() throws {
-        let repo: SettingsRepository
-        do {
-            repo = SettingsRepository(database: try DoseTapDatabase(directory: location.paths.dataDirectory))
-        } catch {
-            throw CLIError("\(error)")
-        }
-        let current = (try? repo.load()) ?? .defaults
+        let settings = try failing { try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory)) }
+        let current = settings.night()
         if show {
             print(settings: current)
             return
@@ -63,34 +58,20 @@ struct SetupCommand: ParsableCommand {
                                   interactive: interactive, parse: grams)
         s.dose2TargetMinutes = try answer("Dose 2 reminder, minutes after Dose 1 (165/180/195/210/225)",
                                           flag: target.map { String($0) }, current: s.dose2TargetMinutes,
-                                          interactive: interactive) { text in
-            guard let m = Int(text), DoseRules.targetOptions.contains(m) else {
-                throw CLIError("dose 2 target must be one of 165, 180, 195, 210, 225 minutes (got \(text))")
-            }
-            return m
-        }
+                                          interactive: interactive, parse: SettingsUseCases.dose2Target)
         s.notificationsEnabled = try answer("Desktop notifications (on/off)", flag: notifications?.rawValue,
                                             current: s.notificationsEnabled, interactive: interactive, parse: onOff)
         s.quietMode = try answer("Quiet mode (on/off)", flag: quietMode?.rawValue, current: s.quietMode,
                                  interactive: interactive, parse: onOff)
         s.configured = true
-        do {
-            try repo.save(try s.validated())
-        } catch let error as UserSettings.Invalid {
-            throw CLIError(error.description)
-        } catch {
-            throw CLIError("could not save settings: \(error)")
-        }
+        try failing { try settings.saveNight(s) }
         StandardOutput.markCommitted("settings saved")
         printLine("Saved.")
         print(settings: s)
     }
 
     func grams(_ text: String) throws -> Double {
-        guard let g = PlainNumber.parse(text), UserSettings.gramsRange.contains(g) else {
-            throw CLIError("dose amount must be between 0.25 and 9 grams (got \(text))")
-        }
-        return g
+        try SettingsUseCases.doseGrams(text)
     }
 
     func onOff(_ text: String) throws -> Bool {
@@ -137,16 +118,7 @@ struct SetupCommand: ParsableCommand {
 
     func print(settings s: UserSettings) {
         if json {
-            printLine(JSON.object([
-                ("configured", .bool(s.configured)),
-                ("bedtime", .string(s.bedtime)),
-                ("wakeTime", .string(s.wakeTime)),
-                ("dose1Grams", .number(s.dose1Grams)),
-                ("dose2Grams", .number(s.dose2Grams)),
-                ("dose2TargetMinutes", .int(s.dose2TargetMinutes)),
-                ("notifications", .bool(s.notificationsEnabled)),
-                ("quietMode", .bool(s.quietMode)),
-            ]).text)
+            printLine(s.json.text)
             return
         }
         printLine("  Bedtime: \(s.bedtime)")

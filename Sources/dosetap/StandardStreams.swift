@@ -1,4 +1,5 @@
 import ArgumentParser
+import DoseTapAgent
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -119,18 +120,6 @@ struct PlainNumber: ExpressibleByArgument, Equatable, CustomStringConvertible {
     }
 
     static func parse(_ text: String) -> Double? {
-        let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count <= 32 else { return nil }
-        var i = 0
-        if bytes[0] == UInt8(ascii: "-") || bytes[0] == UInt8(ascii: "+") { i = 1 }
-        var digits = 0
-        var dots = 0
-        for b in bytes[i...] {
-            if b == UInt8(ascii: ".") { dots += 1; continue }
-            guard b >= UInt8(ascii: "0"), b <= UInt8(ascii: "9") else { return nil }
-            digits += 1
-        }
-        guard digits > 0, dots <= 1, let value = Double(text), value.isFinite else { return nil }
-        return value
+        PlainNumberText.parse(text)
     }
 }

@@ -66,7 +66,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         // One stream of everything the adapters report; bounded, so a radio flood cannot grow it without end.
         let (signals, sink) = AsyncStream<ButtonSignal>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         // Shutdown cancels everything below (the streams end on cancellation), then closes the bus.
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await signal in signals {

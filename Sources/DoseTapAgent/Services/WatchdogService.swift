@@ -13,8 +13,8 @@ struct WatchdogService: Service, CustomStringConvertible {
 
     func run() async throws {
         let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
-        // Shutdown cancels the sleep; that is the normal end, not a failure of the service.
-        try? await cancelWhenGracefulShutdown {
+        // Shutdown cancels the sleep: the normal end.
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 notifier.notify("WATCHDOG=1")
                 if await clock.sleep(for: seconds) == .cancelled { return }

@@ -15,7 +15,7 @@ public struct DoseSubmission: Sendable {
 /// subscriber. No face writes dose events itself.
 public final class DoseUseCases: Sendable {
     public let repository: DoseRepository
-    private let clock: any WallClock
+    let clock: any WallClock
     private let battery: (@Sendable () -> BatteryStatus?)?
     private let events: EventBus?
 

@@ -1,7 +1,11 @@
+import DoseTapCore
+import DoseTapLinux
 import Foundation
 
-/// A JSON value with keys in the order they were written, so the output is stable and readable.
-enum JSON: Sendable {
+/// A JSON value with keys in the order they were written, so the output is stable and readable. Every
+/// face that speaks JSON (the command line's `--json`, the coming web API) writes it with this type and
+/// the presenters beside it, so the same fact has the same spelling everywhere.
+public enum JSON: Sendable {
     case null
     case bool(Bool)
     case int(Int)
@@ -10,14 +14,16 @@ enum JSON: Sendable {
     case array([JSON])
     case object([(String, JSON)])
 
-    static func optional(_ value: Double?, places: Int = 2) -> JSON {
+    public static func optional(_ value: Double?, places: Int = 2) -> JSON {
         value.map { .number($0.rounded(places: places)) } ?? .null
     }
 
-    static func optional(_ value: Int?) -> JSON { value.map { .int($0) } ?? .null }
-    static func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
+    public static func optional(_ value: Int?) -> JSON { value.map { .int($0) } ?? .null }
+    public static func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
+    public static func optional(_ value: Bool?) -> JSON { value.map { .bool($0) } ?? .null }
 
-    var text: String {
+    /// The compact text: no spaces, keys in order, control characters escaped.
+    public var text: String {
         var out = ""
         write(into: &out)
         return out
@@ -74,16 +80,12 @@ enum JSON: Sendable {
     }
 }
 
-enum Terminal {
-    static let isTTY = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
-
-    static func colored(_ text: String, _ color: String) -> String {
-        guard isTTY else { return text }
-        let code = switch color {
-        case "red": "\u{1B}[1;31m"
-        case "orange": "\u{1B}[1;38;5;208m"
-        default: ""
-        }
-        return code.isEmpty ? text : code + text + "\u{1B}[0m"
+extension Date {
+    /// RFC 3339 with the local offset, e.g. 2026-11-22T06:30:00-05:00: how every face writes an instant.
+    public func rfc3339(in timeZone: TimeZone = SystemTimeZone.current) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = timeZone
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: self)
     }
 }

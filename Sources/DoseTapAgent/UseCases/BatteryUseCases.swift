@@ -1,0 +1,52 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import Foundation
+
+/// The system battery as every face reports it: the reading now with its drain (fitted from the agent's
+/// samples when the hardware gives no rate), and whether it lasts until an alarm.
+public struct BatteryUseCases: Sendable {
+    private let store: DataStore
+    private let clock: any WallClock
+    private let source: @Sendable () throws -> any PowerSupplySource
+
+    /// - Parameter source: the power supplies; by default the machine's, through udev.
+    public init(store: DataStore, clock: any WallClock = SystemClock(),
+                source: @escaping @Sendable () throws -> any PowerSupplySource = { try UdevPowerSupplySource() }) {
+        self.store = store
+        self.clock = clock
+        self.source = source
+    }
+
+    /// The battery now. Reads only: without a database the drain comes from the hardware alone.
+    public func status() throws -> BatteryStatus {
+        try status(at: clock.now())
+    }
+
+    /// The battery now and its forecast at the next `alarm` (local time).
+    public func forecast(alarm: TimeOfDay) throws -> (forecast: BatteryForecast, status: BatteryStatus) {
+        let now = clock.now()
+        let status = try status(at: now)
+        let at = alarm.nextOccurrence(after: now, in: clock.timeZone)
+        return (BatteryForecast.make(state: status.state, drain: status.drain, at: at, now: now), status)
+    }
+
+    /// The battery now, or nil when it cannot be read (for the nudge after a Dose 1: no battery, no nudge).
+    public func statusNow() -> BatteryStatus? {
+        try? status(at: clock.now())
+    }
+
+    /// The seed's linear model: the predicted level at the alarm, its risk, and the nudge (nil when safe).
+    /// Errors are the predictor's one-line reasons (a level out of 0…100, a negative drain…).
+    public static func predict(_ input: RiskInput) throws -> (prediction: RiskPrediction, nudge: Nudge?) {
+        let prediction: RiskPrediction
+        do { prediction = try RiskPredictor.predict(input) } catch { throw UseCaseError(error.description) }
+        return (prediction, Nudge.forPrediction(prediction))
+    }
+
+    private func status(at now: Date) throws -> BatteryStatus {
+        let source = try source()
+        let history = try store.openForReading().map { BatterySampleRepository(database: $0) }
+        return try BatteryStatus.read(source: source, history: history, now: now)
+    }
+}

@@ -1,0 +1,166 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import GRDB
+import Testing
+
+/// Button management: the rules `dosetap button …` and the coming web page share.
+@Suite("ButtonUseCases")
+struct ButtonUseCasesTests {
+    static let address = "A4:C1:38:8D:18:B2"
+    static let key = "231d39c1d7cc1ab1aee224cd096db932"
+    static let otherKey = "00112233445566778899aabbccddeeff"
+
+    func useCases(events: EventBus? = nil) throws -> (ButtonUseCases, DoseTapDatabase) {
+        let database = try DoseTapDatabase(directory: freshDataFolder())
+        return (ButtonUseCases(store: DataStore(database: database), events: events), database)
+    }
+
+    @Test("a new button gets the default mapping and nothing is said about a key")
+    func addNew() throws {
+        let (cases, _) = try useCases()
+        let result = try cases.add(address: "a4-c1-38-8d-18-b2", kind: .bthome, name: nil, bindkey: Self.key.uppercased())
+        #expect(!result.updated)
+        #expect(result.keyChange == nil)
+        #expect(result.button.address == Self.address)
+        #expect(result.button.bindkey == Self.key)
+        #expect(result.button.mapping == ButtonMapping())
+        #expect(try cases.list().buttons == [result.button])
+    }
+
+    @Test("a repeated add keeps the stored key and the mapping unless told otherwise, and says so")
+    func addAgainKeepsKey() throws {
+        let (cases, _) = try useCases()
+        _ = try cases.add(address: Self.address, kind: .bthome, name: "Bed", bindkey: Self.key)
+        _ = try cases.map(address: Self.address, .init(single: .snooze))
+        let again = try cases.add(address: Self.address, kind: .bthome, name: "Bed", bindkey: nil)
+        #expect(again.updated)
+        #expect(again.keyChange == .kept)
+        #expect(again.button.bindkey == Self.key)
+        #expect(again.button.mapping.single == .snooze)
+        #expect(try cases.list().buttons.first?.bindkey == Self.key)
+        #expect(again.keyChange?.description == "Kept its bindkey (--bindkey KEY replaces it, --remove-bindkey removes it).")
+    }
+
+    @Test("the other side: --remove-bindkey removes it, a new key replaces it, the same key says nothing")
+    func addAgainChangesKey() throws {
+        let (cases, _) = try useCases()
+        _ = try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: Self.key)
+        let same = try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: Self.key.uppercased())
+        #expect(same.keyChange == nil)
+        let replaced = try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: Self.otherKey)
+        #expect(replaced.keyChange == .replaced)
+        #expect(try cases.list().buttons.first?.bindkey == Self.otherKey)
+        let removed = try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: nil, removeBindkey: true)
+        #expect(removed.keyChange == .removed)
+        #expect(removed.button.bindkey == nil)
+        #expect(try cases.list().buttons.first?.bindkey == nil)
+        // Nothing stored: removing says nothing.
+        let again = try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: nil, removeBindkey: true)
+        #expect(again.keyChange == nil)
+    }
+
+    @Test("a button that is no longer BTHome loses its key, and says so")
+    func kindChangeDropsKey() throws {
+        let (cases, _) = try useCases()
+        _ = try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: Self.key)
+        let itag = try cases.add(address: Self.address, kind: .itag, name: nil, bindkey: nil)
+        #expect(itag.keyChange == .dropped)
+        #expect(itag.button.bindkey == nil)
+    }
+
+    @Test("refused inputs: bad address, bad key, key for a non-BTHome button, both key options; nothing stored")
+    func addRefusals() async throws {
+        let bus = EventBus()
+        let stream = bus.subscribe()
+        let (cases, _) = try useCases(events: bus)
+        #expect(throws: UseCaseError("invalid address '00:00:00:00:00:00': the all-zero address is not a device")) {
+            try cases.add(address: "00:00:00:00:00:00", kind: .bthome, name: nil, bindkey: nil)
+        }
+        #expect(throws: UseCaseError("invalid bindkey: expected 32 hex digits, got 4 characters")) {
+            try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: "abcd")
+        }
+        #expect(throws: UseCaseError("a bindkey is only for BTHome buttons")) {
+            try cases.add(address: Self.address, kind: .itag, name: nil, bindkey: Self.key)
+        }
+        #expect(throws: UseCaseError.self) {
+            try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: Self.key, removeBindkey: true)
+        }
+        #expect(try cases.list().buttons.isEmpty)
+        #expect(await drained(bus, stream).isEmpty)
+    }
+
+    @Test("add, map and remove publish settingsChanged; a failed remove does not")
+    func publishes() async throws {
+        let bus = EventBus()
+        let stream = bus.subscribe()
+        let (cases, _) = try useCases(events: bus)
+        _ = try cases.add(address: Self.address, kind: .itag, name: nil, bindkey: nil)
+        _ = try cases.map(address: Self.address, .init(noDouble: true))
+        #expect(try cases.remove(address: Self.address.lowercased()) == Self.address)
+        #expect(throws: UseCaseError("no button \(Self.address)")) { try cases.remove(address: Self.address) }
+        #expect(await drained(bus, stream) == [.settingsChanged, .settingsChanged, .settingsChanged])
+    }
+
+    @Test("map changes only the gestures given; double presses off and on again; unknown and invalid addresses refused")
+    func map() throws {
+        let (cases, _) = try useCases()
+        _ = try cases.add(address: Self.address, kind: .hid, name: "Shutter", bindkey: nil)
+        var button = try cases.map(address: Self.address, .init(hold: .skip, noDouble: true))
+        #expect(button.mapping.single == .take && button.mapping.hold == .skip && button.mapping.noDouble)
+        #expect(button.mapping.summary == "single → take, double → off, hold → skip")
+        button = try cases.map(address: Self.address, .init(double: ButtonAction.none, noDouble: false))
+        #expect(button.mapping.summary == "single → take, double → none, hold → skip")
+        #expect(throws: UseCaseError("no button A4:C1:38:8D:18:B3")) { try cases.map(address: "a4:c1:38:8d:18:b3", .init()) }
+        #expect(throws: UseCaseError("invalid address 'nope': expected six pairs of hex digits like AA:BB:CC:DD:EE:FF")) {
+            try cases.map(address: "nope", .init())
+        }
+    }
+
+    @Test("rows that cannot be used are listed with their reason, never as buttons, and can be removed")
+    func unusableRows() throws {
+        let (cases, database) = try useCases()
+        _ = try cases.add(address: Self.address, kind: .bthome, name: nil, bindkey: nil)
+        // Written by hand or by an older version: an unknown kind, and the all-zero address.
+        let pool = try DatabasePool(path: database.path)
+        try pool.write { db in
+            try db.execute(sql: "INSERT INTO button (address, kind, name, bindkey, mapping, added_at) VALUES ('11:22:33:44:55:66', 'flic', 'x', NULL, '{}', 1)")
+            try db.execute(sql: "INSERT INTO button (address, kind, name, bindkey, mapping, added_at) VALUES ('00:00:00:00:00:00', 'itag', 'z', NULL, ?, 2)",
+                           arguments: [String(decoding: try JSONEncoder().encode(ButtonMapping()), as: UTF8.self)])
+        }
+        let (buttons, unusable) = try cases.list()
+        #expect(buttons.map(\.address) == [Self.address])
+        #expect(unusable.map(\.address) == ["11:22:33:44:55:66", "00:00:00:00:00:00"])
+        #expect(unusable.first?.reason == "unknown kind")
+        #expect(unusable.first?.json.text == #"{"address":"11:22:33:44:55:66","unusable":"unknown kind"}"#)
+        // A well-formed address that is refused today can still be removed; a malformed one is refused.
+        #expect(try cases.remove(address: "00-00-00-00-00-00") == "00:00:00:00:00:00")
+        #expect(throws: UseCaseError("invalid address 'zz': expected six pairs of hex digits like AA:BB:CC:DD:EE:FF")) {
+            try cases.remove(address: "zz")
+        }
+        #expect(try cases.list().unusable.count == 1)
+    }
+
+    @Test("scan candidates: BTHome by service data, iTag and HID by service, connected remotes last, one per address")
+    func candidates() {
+        let now = Date()
+        func advert(_ address: String, rssi: Int?, serviceData: [String: [UInt8]] = [:], uuids: [String] = []) -> BLEAdvert {
+            BLEAdvert(address: address, name: nil, rssi: rssi, serviceData: serviceData, manufacturerData: [:], uuids: uuids, receivedAt: now)
+        }
+        let found = ButtonUseCases.candidates(
+            adverts: [
+                advert("AA:AA:AA:AA:AA:01", rssi: -80, serviceData: [BLEAdvert.bthomeUUID: [0x40]]),
+                advert("AA:AA:AA:AA:AA:02", rssi: -50, uuids: ["0000FFE0-0000-1000-8000-00805f9b34fb"]),
+                advert("AA:AA:AA:AA:AA:03", rssi: -40, uuids: ["0000180f-0000-1000-8000-00805f9b34fb"]), // battery only
+                advert("AA:AA:AA:AA:AA:04", rssi: -60, uuids: ["00001812-0000-1000-8000-00805f9b34fb"]),
+            ],
+            remotes: [("AA:AA:AA:AA:AA:04", "Shutter"), ("AA:AA:AA:AA:AA:05", "Remote"), ("AA:AA:AA:AA:AA:05", "Remote")])
+        #expect(found.map(\.address) == ["AA:AA:AA:AA:AA:02", "AA:AA:AA:AA:AA:04", "AA:AA:AA:AA:AA:01", "AA:AA:AA:AA:AA:05"])
+        #expect(found.map(\.kind) == [.itag, .hid, .bthome, .hid])
+        #expect(found.map(\.connected) == [false, true, false, true])
+        #expect(found.last?.json.text == #"{"kind":"hid","address":"AA:AA:AA:AA:AA:05","name":"Remote","rssi":null,"connected":true}"#)
+    }
+}
