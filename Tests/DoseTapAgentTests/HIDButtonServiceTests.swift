@@ -8,7 +8,7 @@ import InMemoryLogging
 import Logging
 import Testing
 
-@Suite("HID remotes in the agent: key downs and ups → gestures → the dose policy")
+@Suite("HID remotes in the agent: key downs and ups → gestures → the dose policy", .timeLimit(.minutes(1)))
 struct HIDButtonServiceTests {
     static let address = "2A:07:98:10:34:8B"
 
@@ -98,7 +98,8 @@ struct HIDButtonServiceTests {
         await clock.waitForSleepers(1)
         clock.set(start.addingTimeInterval(0.9))
         #expect(try repo.status(now: clock.now(), timeZone: clock.timeZone).phase != .idle)
-        clock.set(start.addingTimeInterval(1.0))
+        // Held 1 s: the hold is recognised (at 1.0 s) by the timer, which wakes a millisecond past its deadline.
+        clock.set(start.addingTimeInterval(1.001))
         var recorded = 0
         for await event in events {
             if case .doseRecorded = event { recorded += 1 }
