@@ -56,7 +56,7 @@ public enum Agent {
         let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(),
                                         logger: logger)
         let scheduler = DoseScheduler(repository: repository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
-                                      databaseChanges: watcher?.changes, events: events,
+                                      databaseChanges: watcher?.changes(), events: events,
                                       onNightScheduled: { feedback.prepare(session: $0.id) })
         logger.info("feedback", metadata: [
             "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",
@@ -74,7 +74,6 @@ public enum Agent {
             services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger)))
         }
         // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
-        var buttonWatcher: DirectoryWatcher?
         let hid: HIDButtonSource?
         do {
             hid = try HIDButtonSource(udev: udev, logger: logger)
@@ -90,11 +89,10 @@ public enum Agent {
             bluez = nil
         }
         if bluez != nil || hid != nil {
-            buttonWatcher = try? DirectoryWatcher(directory: paths.dataDirectory.path)
             services.append(.init(service: ButtonService(
                 bluez: bluez, hid: hid, buttons: ButtonRepository(database: database),
                 doses: doses, samples: history, events: events,
-                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: buttonWatcher?.changes)))
+                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes())))
         }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval, clock: TimerFDScheduler.shared)))
@@ -102,7 +100,7 @@ public enum Agent {
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        withExtendedLifetime((watcher, buttonWatcher)) {}
+        withExtendedLifetime(watcher) {}
         notifier.notify("STOPPING=1")
         logger.info("agent stopped")
     }

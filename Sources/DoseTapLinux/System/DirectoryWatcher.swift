@@ -1,15 +1,21 @@
 import Dispatch
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Tells when files in a directory change (inotify), so the agent notices what the command line wrote
-/// to the database without polling. Events are coalesced: one signal per burst.
+/// to the database without polling. Events are coalesced: one signal per burst. One inotify descriptor
+/// serves every subscriber: each `changes()` is a stream of its own (the scheduler and the button service
+/// both follow the database, through one watch).
 public final class DirectoryWatcher: @unchecked Sendable {
     private let fd: Int32
     private let source: DispatchSourceRead
-    public let changes: AsyncStream<Void>
+    private final class Subscribers: Sendable {
+        let state = Mutex<(next: Int, all: [Int: AsyncStream<Void>.Continuation], finished: Bool)>((0, [:], false))
+    }
+    private let subscribers = Subscribers()
 
     public init(directory: String) throws {
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -20,19 +26,43 @@ public final class DirectoryWatcher: @unchecked Sendable {
             close(fd)
             throw SystemCallError(description: "cannot watch \(directory): \(reason)")
         }
-        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        changes = stream
         source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: DispatchQueue(label: "dosetap.inotify"))
+        let subscribers = self.subscribers
         source.setEventHandler { [fd] in
             var buffer = [UInt8](repeating: 0, count: 4096)
             while read(fd, &buffer, buffer.count) > 0 {}
-            continuation.yield()
+            for continuation in subscribers.state.withLock({ Array($0.all.values) }) { continuation.yield() }
         }
         source.setCancelHandler { [fd] in
             close(fd)
-            continuation.finish()
+            let all = subscribers.state.withLock { s -> [AsyncStream<Void>.Continuation] in
+                s.finished = true
+                defer { s.all.removeAll() }
+                return Array(s.all.values)
+            }
+            for continuation in all { continuation.finish() }
         }
         source.resume()
+    }
+
+    /// A new stream of changes from now on (coalesced: at most one pending signal per subscriber). It ends
+    /// when the watcher goes away or the consumer stops.
+    public func changes() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = subscribers.state.withLock { s -> Int? in
+            guard !s.finished else { return nil }
+            s.next += 1
+            s.all[s.next] = continuation
+            return s.next
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [subscribers] _ in
+            _ = subscribers.state.withLock { $0.all.removeValue(forKey: id) }
+        }
+        return stream
     }
 
     deinit {

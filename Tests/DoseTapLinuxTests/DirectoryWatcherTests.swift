@@ -1,0 +1,30 @@
+import DoseTapLinux
+import Foundation
+import Testing
+
+/// One inotify watch, many followers: the scheduler and the button service both see a write the command
+/// line makes, through one descriptor.
+@Suite("Directory watcher", .timeLimit(.minutes(1)))
+struct DirectoryWatcherTests {
+    @Test("every subscriber sees a write; a subscriber that stopped is dropped; the streams end with the watcher")
+    func fanOut() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var watcher: DirectoryWatcher? = try DirectoryWatcher(directory: dir.path)
+        let first = watcher!.changes(), second = watcher!.changes()
+        do { _ = watcher!.changes() }  // subscribed and dropped at once
+        try Data("x".utf8).write(to: dir.appendingPathComponent("a"))
+        var a = first.makeAsyncIterator(), b = second.makeAsyncIterator()
+        #expect(await a.next() != nil)
+        #expect(await b.next() != nil)
+        watcher = nil
+        #expect(await a.next() == nil)
+        #expect(await b.next() == nil)
+    }
+
+    @Test("a folder that cannot be watched is a one-line error")
+    func missingFolder() {
+        #expect(throws: SystemCallError.self) { try DirectoryWatcher(directory: "/nonexistent/dosetap-\(UUID().uuidString)") }
+    }
+}
