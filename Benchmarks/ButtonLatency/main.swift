@@ -26,7 +26,8 @@ let presses = arguments.first ?? 1000
 let unknown = arguments.dropFirst().first ?? 1000
 /// Twenty buttons share the presses, so none exceeds the flood guard's 60 actions a minute.
 let buttons = (0..<20).map { String(format: "A4:C1:38:8D:18:%02X", $0) }
-let neighbour = "11:22:33:44:55:66"
+/// A neighbour nobody added (a unicast address: 11:… would be a group address, refused before it is an advert).
+let neighbour = "C4:7C:8D:6A:11:22"
 
 /// The wall clock, shifted forward between presses: a day after each take/undo pair, so that each lands
 /// on a night of its own (the dose log then holds what a real one does: a few events in 48 hours), or
@@ -117,7 +118,7 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     func waitHandled(_ count: Int) async throws {
         let start = Date()
         while probe.handled.withLock({ $0.count }) < count {
-            if Date().timeIntervalSince(start) > 10 { throw FixtureError("advert \(count) was never handled") }
+            if Date().timeIntervalSince(start) > 10 { throw FixtureError("advert \(count) was never handled (\(probe.handled.withLock { $0.count }) handled, \(known) known at the start)") }
             try await Task.sleep(for: .microseconds(200))
         }
     }
