@@ -320,6 +320,21 @@ public final class DoseTapDatabase: Sendable {
                 );
                 """)
         }
+        // v5: alarms (#11). `repetition` is "once", "daily" or days such as "mon,tue,fri".
+        migrator.registerMigration("v5-alarms") { db in
+            try db.execute(sql: """
+                CREATE TABLE alarm (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    time TEXT NOT NULL,
+                    label TEXT NOT NULL,
+                    repetition TEXT NOT NULL,
+                    enabled INTEGER NOT NULL,
+                    sound TEXT,
+                    haptics TEXT,
+                    created_at REAL NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 

@@ -1,0 +1,132 @@
+import DoseTapCore
+import DoseTapStore
+import Foundation
+
+/// An alarm as every face shows it: when it next rings and, for an enabled alarm the battery will not
+/// last to, the nudge (computed now, never stored: plugging in makes it vanish).
+public struct AlarmView: Sendable, Equatable {
+    public var alarm: Alarm
+    public var nextAt: Date?
+    public var nudge: Nudge?
+}
+
+/// Setting, changing and listing alarms (#11), for the command line and later the web page.
+public struct AlarmUseCases: Sendable {
+    private let store: DataStore
+    private let clock: any WallClock
+    private let battery: @Sendable () -> BatteryStatus?
+    private let events: EventBus?
+
+    /// - Parameter battery: the battery now and its drain, or nil where none can be read (no nudge then).
+    public init(store: DataStore, clock: any WallClock = SystemClock(), battery: @escaping @Sendable () -> BatteryStatus?,
+                events: EventBus? = nil) {
+        self.store = store
+        self.clock = clock
+        self.battery = battery
+        self.events = events
+    }
+
+    /// What a change may set; nil leaves a field as it is.
+    public struct Fields: Sendable {
+        public var time: String?
+        public var label: String?
+        public var repetition: String?
+        public var enabled: Bool?
+        public init(time: String? = nil, label: String? = nil, repetition: String? = nil, enabled: Bool? = nil) {
+            self.time = time
+            self.label = label
+            self.repetition = repetition
+            self.enabled = enabled
+        }
+    }
+
+    /// Adds an alarm (enabled unless told otherwise; label "Alarm", repeat once by default).
+    public func add(_ fields: Fields) throws -> AlarmView {
+        guard let time = fields.time else { throw UseCaseError("an alarm needs a time (HH:MM)") }
+        var alarm = try Alarm(id: 0, time: try parse(time), label: try label(fields.label ?? "Alarm"),
+                              repetition: try repetition(fields.repetition ?? "once"), enabled: fields.enabled ?? true)
+        alarm = try save { try AlarmRepository(database: $0).add(alarm, now: clock.now()) }
+        return view(alarm)
+    }
+
+    /// Changes the given fields of alarm `id`.
+    public func edit(id: Int, _ fields: Fields) throws -> AlarmView {
+        let database = try store.open()
+        let repository = AlarmRepository(database: database)
+        guard var alarm = try repository.find(id: id) else { throw unknown(id) }
+        if let time = fields.time { alarm.time = try parse(time) }
+        if let text = fields.label { alarm.label = try label(text) }
+        if let text = fields.repetition { alarm.repetition = try repetition(text) }
+        if let enabled = fields.enabled { alarm.enabled = enabled }
+        let changed = alarm
+        _ = try save { _ in try repository.update(changed) }
+        return view(alarm)
+    }
+
+    /// Turns alarm `id` on or off.
+    public func setEnabled(id: Int, _ enabled: Bool) throws -> AlarmView {
+        try edit(id: id, Fields(enabled: enabled))
+    }
+
+    /// Removes alarm `id`; returns what it was.
+    @discardableResult
+    public func remove(id: Int) throws -> Alarm {
+        let database = try store.open()
+        let repository = AlarmRepository(database: database)
+        guard let alarm = try repository.find(id: id) else { throw unknown(id) }
+        _ = try save { _ in try repository.remove(id: id) }
+        return alarm
+    }
+
+    /// The alarm screen: every alarm with its next occurrence and, when at risk, its nudge; and the rows
+    /// that cannot be read (by id, with the reason).
+    public func list() throws -> (alarms: [AlarmView], unusable: [AlarmRepository.UnusableAlarm]) {
+        guard let database = try store.openForReading() else { return ([], []) }
+        let loaded = try AlarmRepository(database: database).load()
+        let status = loaded.alarms.contains(where: \.enabled) ? battery() : nil
+        return (loaded.alarms.map { view($0, status: status) }, loaded.unusable)
+    }
+
+    func view(_ alarm: Alarm) -> AlarmView {
+        view(alarm, status: alarm.enabled ? battery() : nil)
+    }
+
+    func view(_ alarm: Alarm, status: BatteryStatus?) -> AlarmView {
+        let now = clock.now()
+        let next = alarm.nextOccurrence(after: now, in: clock.timeZone)
+        var nudge: Nudge?
+        if let next, let status, status.state.present {
+            nudge = BatteryForecast.make(state: status.state, drain: status.drain, at: next, now: now).nudge
+        }
+        return AlarmView(alarm: alarm, nextAt: next, nudge: nudge)
+    }
+
+    private func save<T>(_ body: (DoseTapDatabase) throws -> T) throws -> T {
+        let database = try store.open()
+        do {
+            let result = try body(database)
+            events?.publish(.settingsChanged)
+            return result
+        } catch let error as UseCaseError {
+            throw error
+        } catch {
+            throw UseCaseError("could not save the alarm: \(error)")
+        }
+    }
+
+    private func parse(_ text: String) throws -> TimeOfDay {
+        do { return try TimeOfDay(parsing: text) } catch { throw UseCaseError(error.description) }
+    }
+
+    private func label(_ text: String) throws -> String {
+        do { return try Alarm.validLabel(text) } catch { throw UseCaseError(error.description) }
+    }
+
+    private func repetition(_ text: String) throws -> AlarmRepeat {
+        do { return try AlarmRepeat(parsing: text) } catch { throw UseCaseError(error.description) }
+    }
+
+    private func unknown(_ id: Int) -> UseCaseError {
+        UseCaseError("no alarm \(id): see dosetap alarm list")
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+
+/// A day of the week, numbered as the Gregorian calendar numbers them (Sunday = 1).
+public enum Weekday: Int, Sendable, Equatable, Hashable, CaseIterable, Comparable, Codable {
+    case sun = 1, mon, tue, wed, thu, fri, sat
+
+    public var name: String {
+        switch self {
+        case .sun: "sun"
+        case .mon: "mon"
+        case .tue: "tue"
+        case .wed: "wed"
+        case .thu: "thu"
+        case .fri: "fri"
+        case .sat: "sat"
+        }
+    }
+
+    /// Monday first, as a week reads on the alarm screen.
+    public static let weekOrder: [Weekday] = [.mon, .tue, .wed, .thu, .fri, .sat, .sun]
+
+    public static func < (a: Weekday, b: Weekday) -> Bool {
+        weekOrder.firstIndex(of: a)! < weekOrder.firstIndex(of: b)!
+    }
+}
+
+/// When an alarm comes back: once (it turns itself off after it has rung), every day, or on some days.
+public enum AlarmRepeat: Sendable, Equatable, Hashable, CustomStringConvertible {
+    case once
+    case daily
+    /// Never empty; all seven days are `daily`.
+    case days(Set<Weekday>)
+
+    /// "once", "daily", or days such as "mon,tue,fri" (ASCII, any case, in any order, no repeats).
+    public init(parsing text: String) throws(AlarmError) {
+        switch text.lowercased() {
+        case "once": self = .once
+        case "daily": self = .daily
+        default:
+            var days = Set<Weekday>()
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                let name = part.lowercased()
+                guard let day = Weekday.allCases.first(where: { $0.name == name }), part.allSatisfy(\.isASCII) else {
+                    throw AlarmError("invalid repeat '\(text)': use once, daily, or days such as mon,tue,fri (mon tue wed thu fri sat sun)")
+                }
+                guard days.insert(day).inserted else {
+                    throw AlarmError("invalid repeat '\(text)': \(day.name) is given twice")
+                }
+            }
+            self = days.count == 7 ? .daily : .days(days)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .once: "once"
+        case .daily: "daily"
+        case .days(let days): days.sorted().map(\.name).joined(separator: ",")
+        }
+    }
+
+    /// Whether the alarm may ring on a local day of this weekday.
+    public func allows(_ day: Weekday) -> Bool {
+        switch self {
+        case .once, .daily: true
+        case .days(let days): days.contains(day)
+        }
+    }
+}
+
+/// A refused alarm input, in one line.
+public struct AlarmError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// An alarm: a local time of day, a label, how it repeats, whether it is on, and what it plays.
+public struct Alarm: Sendable, Equatable, Identifiable {
+    /// Labels are at most this many characters.
+    public static let maximumLabelLength = 200
+
+    public var id: Int
+    public var time: TimeOfDay
+    public var label: String
+    public var repetition: AlarmRepeat
+    public var enabled: Bool
+    /// A sound name of the machine's themes; nil: the `alarm` event's resolved sound.
+    public var sound: String?
+    /// nil: the `alarm` event's intensity.
+    public var haptics: HapticIntensity?
+
+    public init(id: Int, time: TimeOfDay, label: String = "Alarm", repetition: AlarmRepeat = .once, enabled: Bool = true,
+                sound: String? = nil, haptics: HapticIntensity? = nil) throws(AlarmError) {
+        self.id = id
+        self.time = time
+        self.label = try Self.validLabel(label)
+        self.repetition = repetition
+        self.enabled = enabled
+        self.sound = sound
+        self.haptics = haptics
+    }
+
+    /// A label is not empty (nor only blanks) and at most 200 characters; it is kept as typed (shown escaped).
+    public static func validLabel(_ label: String) throws(AlarmError) -> String {
+        guard !label.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw AlarmError("the label is empty: give a few words, such as --label \"Work\"")
+        }
+        guard label.count <= maximumLabelLength else {
+            throw AlarmError("the label is \(label.count) characters long: at most \(maximumLabelLength)")
+        }
+        return label
+    }
+
+    /// The next instant strictly after `now` at which this alarm rings, in `timeZone`; nil when it is off.
+    ///
+    /// DST: a time that does not exist on a spring-forward night rings at the first moment after the gap
+    /// (02:30 → 03:00); a time that happens twice on a fall-back night rings at its first instance only.
+    public func nextOccurrence(after now: Date, in timeZone: TimeZone) -> Date? {
+        guard enabled else { return nil }
+        return Self.nextOccurrence(of: time, repeating: repetition, after: now, in: timeZone)
+    }
+
+    public static func nextOccurrence(of time: TimeOfDay, repeating: AlarmRepeat, after now: Date, in timeZone: TimeZone) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        var candidate = time.nextOccurrence(after: now, in: timeZone)
+        // A fall-back night: the candidate may be the second instance of a time already rung at its first
+        // (the same local day and time, an hour later): the next day's is the next occurrence.
+        if let previousDay = calendar.date(byAdding: .hour, value: -1, to: candidate), previousDay > now,
+           calendar.component(.hour, from: previousDay) == time.hour,
+           calendar.component(.minute, from: previousDay) == time.minute {
+            // The first instance is still ahead of `now`: ring at it.
+            candidate = previousDay
+        } else if let earlier = calendar.date(byAdding: .hour, value: -1, to: candidate), earlier <= now,
+                  calendar.isDate(earlier, inSameDayAs: candidate),
+                  calendar.component(.hour, from: earlier) == time.hour,
+                  calendar.component(.minute, from: earlier) == time.minute {
+            // The first instance was at or before `now`: this is the repeat; skip to the next day.
+            candidate = time.nextOccurrence(after: candidate.addingTimeInterval(60), in: timeZone)
+        }
+        for _ in 0..<8 {
+            let weekday = Weekday(rawValue: calendar.component(.weekday, from: candidate)) ?? .mon
+            if repeating.allows(weekday) { return candidate }
+            candidate = time.nextOccurrence(after: candidate.addingTimeInterval(60), in: timeZone)
+        }
+        return candidate
+    }
+}

@@ -1,0 +1,103 @@
+import DoseTapCore
+import Foundation
+internal import GRDB
+
+/// The alarms the person set (#11). Ids are small integers, never reused.
+public struct AlarmRepository: Sendable {
+    public let database: DoseTapDatabase
+
+    public init(database: DoseTapDatabase) {
+        self.database = database
+    }
+
+    /// A row of the `alarm` table that cannot be used (edited by hand, or written by a newer version):
+    /// listed with the reason, never rung as something it is not.
+    public struct UnusableAlarm: Sendable, Equatable {
+        public var id: Int
+        public var reason: String
+    }
+
+    /// Every alarm, by id, and the rows that cannot be read.
+    public func load() throws -> (alarms: [Alarm], unusable: [UnusableAlarm]) {
+        try database.read { db in
+            var alarms: [Alarm] = []
+            var unusable: [UnusableAlarm] = []
+            for row in try Row.fetchAll(db, sql: "SELECT id, time, label, repetition, enabled, sound, haptics FROM alarm ORDER BY id") {
+                let id = Int.fromDatabaseValue(row["id"]) ?? 0
+                switch Self.decode(row, id: id) {
+                case .success(let alarm): alarms.append(alarm)
+                case .failure(let error): unusable.append(UnusableAlarm(id: id, reason: error.description))
+                }
+            }
+            return (alarms, unusable)
+        }
+    }
+
+    public func all() throws -> [Alarm] { try load().alarms }
+
+    public func find(id: Int) throws -> Alarm? {
+        try all().first { $0.id == id }
+    }
+
+    private static func decode(_ row: Row, id: Int) -> Result<Alarm, AlarmError> {
+        func text(_ column: String) -> String? {
+            if case .string(let s) = (row[column] as DatabaseValue).storage { return s }
+            return nil
+        }
+        guard let timeText = text("time"), let time = try? TimeOfDay(parsing: timeText) else {
+            return .failure(AlarmError("unreadable time"))
+        }
+        guard let repeatText = text("repetition"), let repetition = try? AlarmRepeat(parsing: repeatText) else {
+            return .failure(AlarmError("unreadable repeat"))
+        }
+        guard case .int64(let enabled) = (row["enabled"] as DatabaseValue).storage, enabled == 0 || enabled == 1 else {
+            return .failure(AlarmError("unreadable enabled flag"))
+        }
+        var haptics: HapticIntensity?
+        if let name = text("haptics") {
+            guard let h = HapticIntensity(rawValue: name) else { return .failure(AlarmError("unreadable haptic intensity")) }
+            haptics = h
+        }
+        do {
+            return .success(try Alarm(id: id, time: time, label: text("label") ?? "", repetition: repetition,
+                                      enabled: enabled == 1, sound: text("sound"), haptics: haptics))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Stores a new alarm (its `id` is ignored) and returns it with the id it was given.
+    @discardableResult
+    public func add(_ alarm: Alarm, now: Date = Date()) throws -> Alarm {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO alarm (time, label, repetition, enabled, sound, haptics, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [alarm.time.description, alarm.label, alarm.repetition.description, alarm.enabled ? 1 : 0,
+                                 alarm.sound, alarm.haptics?.rawValue, now.timeIntervalSince1970])
+            var stored = alarm
+            stored.id = Int(db.lastInsertedRowID)
+            return stored
+        }
+    }
+
+    /// Replaces an alarm's fields; false when there is no alarm with that id.
+    @discardableResult
+    public func update(_ alarm: Alarm) throws -> Bool {
+        try database.write { db in
+            try db.execute(sql: """
+                UPDATE alarm SET time = ?, label = ?, repetition = ?, enabled = ?, sound = ?, haptics = ? WHERE id = ?
+                """, arguments: [alarm.time.description, alarm.label, alarm.repetition.description, alarm.enabled ? 1 : 0,
+                                 alarm.sound, alarm.haptics?.rawValue, alarm.id])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Removes an alarm; false when there was none with that id.
+    @discardableResult
+    public func remove(id: Int) throws -> Bool {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM alarm WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+    }
+}

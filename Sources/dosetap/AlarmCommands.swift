@@ -1,0 +1,162 @@
+import ArgumentParser
+import DoseTapAgent
+import DoseTapCore
+import Foundation
+
+/// `dosetap alarm …`: set, change and list alarms (#11). Ringing is the agent's (not yet: see docs/alarms.md).
+struct AlarmCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "alarm",
+        abstract: "Set, change and list alarms; an enabled alarm the battery will not last to says so.",
+        subcommands: [Add.self, List.self, On.self, Off.self, Edit.self, Remove.self]
+    )
+
+    static func useCases(_ location: LocationOptions) -> AlarmUseCases {
+        let store = DataStore(directory: location.paths.dataDirectory)
+        let battery = BatteryUseCases(store: store)
+        return AlarmUseCases(store: store, battery: { battery.statusNow() })
+    }
+
+    /// An alarm id: a positive whole number in ASCII digits.
+    struct AlarmID: ExpressibleByArgument, CustomStringConvertible {
+        var value: Int
+        init?(argument: String) {
+            guard !argument.isEmpty, argument.count <= 9, argument.allSatisfy({ ("0"..."9").contains($0) }),
+                  let n = Int(argument), n > 0 else { return nil }
+            value = n
+        }
+        var description: String { "\(value)" }
+    }
+
+    struct Options: ParsableArguments {
+        @Option(help: "A few words shown with the alarm (at most 200 characters).")
+        var label: String?
+
+        @Option(name: .customLong("repeat"), help: "once, daily, or days such as mon,tue,fri.")
+        var repetition: String?
+
+        func validate() throws {
+            if let repetition {
+                do { _ = try AlarmRepeat(parsing: repetition) } catch { throw ValidationError(error.description) }
+            }
+            if let label {
+                do { _ = try Alarm.validLabel(label) } catch { throw ValidationError(error.description) }
+            }
+        }
+    }
+
+    static func validTime(_ text: String) throws {
+        do { _ = try TimeOfDay(parsing: text) } catch { throw ValidationError(error.description) }
+    }
+
+    /// The answer to a change: the alarm's line, then its nudge when it is enabled and at risk.
+    static func show(_ view: AlarmView, verb: String, json: Bool) {
+        if json {
+            printLine(view.json().text)
+            return
+        }
+        printLine("\(verb): \(view.line())")
+        if let nudge = view.nudge { printLine("\(nudge.header): \(nudge.oneLine)") }
+    }
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add an alarm at a local time (HH:MM).")
+        @Argument(help: "The local time, HH:MM.") var time: String
+        @OptionGroup var options: Options
+        @Flag(help: "Add it turned off.") var off = false
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var location: LocationOptions
+
+        func validate() throws { try AlarmCommand.validTime(time) }
+
+        func run() throws {
+            let view = try failing {
+                try AlarmCommand.useCases(location).add(.init(time: time, label: options.label, repetition: options.repetition, enabled: !off))
+            }
+            StandardOutput.markCommitted("added alarm \(view.alarm.id)")
+            AlarmCommand.show(view, verb: "Added alarm", json: json)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The alarms, when each rings next, and the at-risk ones' nudges.")
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            let (alarms, unusable) = try failing { try AlarmCommand.useCases(location).list() }
+            if json {
+                printLine(JSON.array(alarms.map { $0.json() }).text)
+                return
+            }
+            if alarms.isEmpty && unusable.isEmpty { printLine("No alarms. Add one: dosetap alarm add 06:30 --repeat daily") }
+            for view in alarms {
+                printLine(view.line())
+                if let nudge = view.nudge { printLine("   \(nudge.header): \(nudge.oneLine)") }
+            }
+            for row in unusable { printLine("\(row.id)  unusable: \(DisplayText.escaped(row.reason))") }
+        }
+    }
+
+    struct On: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Turn an alarm on.")
+        @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            let view = try failing { try AlarmCommand.useCases(location).setEnabled(id: id.value, true) }
+            StandardOutput.markCommitted("alarm \(id) on")
+            AlarmCommand.show(view, verb: "On", json: json)
+        }
+    }
+
+    struct Off: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Turn an alarm off (it stays in the list).")
+        @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            let view = try failing { try AlarmCommand.useCases(location).setEnabled(id: id.value, false) }
+            StandardOutput.markCommitted("alarm \(id) off")
+            AlarmCommand.show(view, verb: "Off", json: json)
+        }
+    }
+
+    struct Edit: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change an alarm's time, label or repeat.")
+        @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
+        @Option(help: "A new local time, HH:MM.") var time: String?
+        @OptionGroup var options: Options
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var location: LocationOptions
+
+        func validate() throws {
+            if let time { try AlarmCommand.validTime(time) }
+            if time == nil && options.label == nil && options.repetition == nil {
+                throw ValidationError("nothing to change: give --time, --label or --repeat")
+            }
+        }
+
+        func run() throws {
+            let view = try failing {
+                try AlarmCommand.useCases(location).edit(id: id.value, .init(time: time, label: options.label, repetition: options.repetition))
+            }
+            StandardOutput.markCommitted("alarm \(id) changed")
+            AlarmCommand.show(view, verb: "Changed alarm", json: json)
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an alarm.")
+        @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            let alarm = try failing { try AlarmCommand.useCases(location).remove(id: id.value) }
+            StandardOutput.markCommitted("alarm \(id) removed")
+            printLine("Removed alarm \(alarm.id) (\(alarm.time), \"\(DisplayText.escaped(alarm.label))\")")
+        }
+    }
+}

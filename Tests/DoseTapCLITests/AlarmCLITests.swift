@@ -1,0 +1,102 @@
+import DoseTapTesting
+import Foundation
+import Testing
+
+/// `dosetap alarm …` through the real binary, on recorded batteries (umockdev) and a fixed clock (faketime).
+@Suite("dosetap alarm (the real binary)")
+struct AlarmCLITests {
+    @Test("add on a draining battery: the id, the next occurrence and the critical nudge; the list keeps it")
+    func addAtRisk() async throws {
+        let cli = try CLI()
+        let r = try await cli.run(["alarm", "add", "06:30", "--label", "Work", "--repeat", "daily", "--json"], scenario: "energy-discharging",
+                                  fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
+        #expect(r.exitCode == 0, "\(r.err)")
+        let a = try cli.json(r.out)
+        #expect(a["id"] as? Int == 1)
+        #expect(a["time"] as? String == "06:30")
+        #expect(a["label"] as? String == "Work")
+        #expect(a["repeat"] as? String == "daily")
+        #expect(a["enabled"] as? Bool == true)
+        #expect(a["nextAt"] as? String == "2026-11-01T06:30:00-05:00")
+        let nudge = try #require(a["nudge"] as? [String: Any])
+        #expect(nudge["severity"] as? String == "critical")
+        #expect(nudge["header"] as? String == "Alarm at Risk")
+        #expect(nudge["headline"] as? String == "Estimated battery at alarm: 0%")
+        #expect(nudge["action"] as? String == "Plug in now.")
+        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action"])
+
+        // Text: the line, then the nudge.
+        let text = try await cli.run(["alarm", "list"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
+        #expect(text.exitCode == 0, "\(text.err)")
+        #expect(text.out == "1  06:30  daily  \"Work\"  next Sun 2026-11-01 06:30\n   Alarm at Risk: Estimated battery at alarm: 0% — Plug in now.\n")
+    }
+
+    @Test("on AC: no nudge at all (no \"all good\" message); an alarm that is off carries none and has no next time")
+    func safeAndOff() async throws {
+        let cli = try CLI()
+        let added = try await cli.run(["alarm", "add", "05:30"], scenario: "ac-online", fakeTime: "2026-05-04 21:00:00")
+        #expect(added.exitCode == 0, "\(added.err)")
+        #expect(added.out == "Added alarm: 1  05:30  once  \"Alarm\"  next Tue 2026-05-05 05:30\n")
+        let off = try await cli.run(["alarm", "add", "07:00", "--off", "--repeat", "fri,mon", "--json"], scenario: "energy-discharging",
+                                    fakeTime: "2026-05-04 21:00:00")
+        #expect(off.exitCode == 0, "\(off.err)")
+        let o = try cli.json(off.out)
+        #expect(o["enabled"] as? Bool == false)
+        #expect(o["repeat"] as? String == "mon,fri")
+        #expect(o["nextAt"] is NSNull)
+        #expect(o["nudge"] is NSNull)
+
+        let list = try await cli.run(["alarm", "list", "--json"], scenario: "energy-discharging", fakeTime: "2026-05-04 21:00:00")
+        #expect(list.exitCode == 0, "\(list.err)")
+        let all = try #require(try JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
+        #expect(all.map { $0["id"] as? Int } == [1, 2])
+        #expect(all.map { Array($0.keys).sorted() } == Array(repeating: ["enabled", "id", "label", "nextAt", "nudge", "repeat", "time"], count: 2))
+        // 05:30 on a draining battery 8.5 h away: at risk now; the one that is off: nothing.
+        #expect(all[0]["nudge"] is [String: Any])
+        #expect(all[1]["nudge"] is NSNull)
+    }
+
+    @Test("on, off, edit and remove; the change is kept and shown")
+    func lifecycle() async throws {
+        let cli = try CLI()
+        _ = try await cli.run(["alarm", "add", "06:30"], scenario: "ac-online", fakeTime: "2026-05-04 21:00:00")
+        let off = try await cli.run(["alarm", "off", "1"], scenario: "ac-online", fakeTime: "2026-05-04 21:00:00")
+        #expect(off.out == "Off: 1  06:30  once  \"Alarm\"  off\n", "\(off.err)")
+        let on = try await cli.run(["alarm", "on", "1"], scenario: "ac-online", fakeTime: "2026-05-04 21:00:00")
+        #expect(on.out == "On: 1  06:30  once  \"Alarm\"  next Tue 2026-05-05 06:30\n", "\(on.err)")
+        let edit = try await cli.run(["alarm", "edit", "1", "--time", "6:45", "--label", "Gym \u{1b}[2J", "--repeat", "sat,sun"],
+                                     scenario: "ac-online", fakeTime: "2026-05-04 21:00:00")
+        #expect(edit.out == "Changed alarm: 1  06:45  sat,sun  \"Gym \\x1b[2J\"  next Sat 2026-05-09 06:45\n", "\(edit.err)")
+        let removed = try await cli.run(["alarm", "remove", "1"])
+        #expect(removed.exitCode == 0)
+        #expect(removed.out == "Removed alarm 1 (06:45, \"Gym \\x1b[2J\")\n")
+        let list = try await cli.run(["alarm", "list"])
+        #expect(list.out == "No alarms. Add one: dosetap alarm add 06:30 --repeat daily\n")
+    }
+
+    @Test("bad input: one line on stderr, a non-zero exit, nothing stored", arguments: [
+        (["alarm", "add", "25:00"], Int32(64), "invalid time '25:00'"),
+        (["alarm", "add", "06:30", "--repeat", "mon,funday"], 64, "invalid repeat 'mon,funday'"),
+        (["alarm", "add", "06:30", "--repeat", "mon,mon"], 64, "mon is given twice"),
+        (["alarm", "add", "06:30", "--label", ""], 64, "the label is empty"),
+        (["alarm", "add", "06:30", "--label", String(repeating: "x", count: 201)], 64, "at most 200"),
+        (["alarm", "on", "7"], 1, "no alarm 7: see dosetap alarm list"),
+        (["alarm", "remove", "7"], 1, "no alarm 7: see dosetap alarm list"),
+        (["alarm", "off", "0"], 64, "invalid for '<id>'"),
+        (["alarm", "off", "-1"], 64, "'<id>'"),
+        (["alarm", "off", "１"], 64, "invalid for '<id>'"),
+        (["alarm", "edit", "1"], 64, "nothing to change"),
+        (["alarm", "edit", "1", "--time", "24:00"], 64, "invalid time '24:00'"),
+    ])
+    func badInput(args: [String], code: Int32, message: String) async throws {
+        let cli = try CLI()
+        let r = try await cli.run(args)
+        #expect(r.exitCode == code, "\(r.out) \(r.err)")
+        #expect(r.err.hasPrefix("dosetap: ") || r.err.hasPrefix("Error: "), "\(r.err)")
+        #expect(r.err.contains(message), "\(r.err)")
+        #expect(r.err.filter { $0 == "\n" }.count == 1, "\(r.err)")
+        #expect(r.out.isEmpty)
+        let list = try await cli.run(["alarm", "list", "--json"])
+        #expect(list.out == "[]\n")
+    }
+}
