@@ -47,6 +47,17 @@ public enum Agent {
                          metadata: ["error": "\(error)"])
             watcher = nil
         }
+        // config.toml's `[alarm] time` becomes a daily alarm labelled `config`, once (docs/configuration.md).
+        if let time = configuration.current.alarm {
+            do {
+                let alarms = AlarmUseCases(store: DataStore(database: database), battery: { nil })
+                if let imported = try alarms.importConfigAlarm(time) {
+                    logger.notice("config.toml's [alarm] time is now alarm \(imported.alarm.id) (daily, label config): manage it with dosetap alarm")
+                }
+            } catch {
+                logger.error("cannot import config.toml's [alarm] time as an alarm", metadata: ["error": "\(error)"])
+            }
+        }
         let devices = try makeFeedbackDevices(logger: logger, desktop: true, udev: udev)
         let repository = DoseRepository(database: database)
         let history = BatterySampleRepository(database: database)

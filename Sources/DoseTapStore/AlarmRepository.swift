@@ -80,6 +80,22 @@ public struct AlarmRepository: Sendable {
         }
     }
 
+    /// Adds `alarm` unless `source` was imported before (in the same transaction, so two starts racing
+    /// import once). Returns the stored alarm, or nil when it had been imported already.
+    public func importOnce(_ alarm: Alarm, source: String, now: Date = Date()) throws -> Alarm? {
+        try database.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM alarm_import WHERE source = ?", arguments: [source]) == true { return nil }
+            try db.execute(sql: """
+                INSERT INTO alarm (time, label, repetition, enabled, sound, haptics, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [alarm.time.description, alarm.label, alarm.repetition.description, alarm.enabled ? 1 : 0,
+                                 alarm.sound, alarm.haptics?.rawValue, now.timeIntervalSince1970])
+            var stored = alarm
+            stored.id = Int(db.lastInsertedRowID)
+            try db.execute(sql: "INSERT INTO alarm_import (source, imported_at) VALUES (?, ?)", arguments: [source, now.timeIntervalSince1970])
+            return stored
+        }
+    }
+
     /// Replaces an alarm's fields; false when there is no alarm with that id.
     @discardableResult
     public func update(_ alarm: Alarm) throws -> Bool {

@@ -320,7 +320,8 @@ public final class DoseTapDatabase: Sendable {
                 );
                 """)
         }
-        // v5: alarms (#11). `repetition` is "once", "daily" or days such as "mon,tue,fri".
+        // v5: alarms (#11). `repetition` is "once", "daily" or days such as "mon,tue,fri". `alarm_import`
+        // remembers that config.toml's `[alarm] time` became an alarm (once: removing it sticks).
         migrator.registerMigration("v5-alarms") { db in
             try db.execute(sql: """
                 CREATE TABLE alarm (
@@ -332,6 +333,10 @@ public final class DoseTapDatabase: Sendable {
                     sound TEXT,
                     haptics TEXT,
                     created_at REAL NOT NULL
+                );
+                CREATE TABLE alarm_import (
+                    source TEXT PRIMARY KEY,
+                    imported_at REAL NOT NULL
                 );
                 """)
         }

@@ -84,6 +84,16 @@ struct AlarmTests {
         #expect(iso(a.nextOccurrence(after: autumn!, in: london)) == "2026-10-26T01:30:00Z")  // the next day, GMT
     }
 
+    @Test("Lord Howe Island falls back by half an hour: 01:45 shows twice, 30 min apart, and rings once")
+    func lordHowe() throws {
+        let zone = TimeZone(identifier: "Australia/Lord_Howe")!
+        let a = try alarm("01:45")
+        let first = a.nextOccurrence(after: Date(timeIntervalSince1970: 1_775_304_000), in: zone)  // 2026-04-04T12:00Z
+        #expect(iso(first) == "2026-04-04T14:45:00Z")  // 01:45 +11:00
+        #expect(iso(a.nextOccurrence(after: first!, in: zone)) == "2026-04-05T15:15:00Z")  // the next day, +10:30
+        #expect(iso(a.nextOccurrence(after: first!.addingTimeInterval(600), in: zone)) == "2026-04-05T15:15:00Z")
+    }
+
     @Test("days: the next allowed day; today when the time is still ahead")
     func days() throws {
         let weekdays = try alarm("06:30", try AlarmRepeat(parsing: "mon,tue,wed,thu,fri"))

@@ -78,6 +78,19 @@ public struct AlarmUseCases: Sendable {
         return alarm
     }
 
+    /// `[alarm] time` of config.toml, from before alarms could be set: on the agent's first start with it
+    /// it becomes a daily alarm labelled `config`, once — removing or editing that alarm sticks, and a
+    /// later change of `[alarm] time` is not imported again (manage alarms with `dosetap alarm`).
+    /// Returns the new alarm, or nil when the import had already happened.
+    public func importConfigAlarm(_ time: TimeOfDay) throws -> AlarmView? {
+        let alarm = try Alarm(id: 0, time: time, label: "config", repetition: .daily)
+        let database = try store.open()
+        guard let stored = try AlarmRepository(database: database).importOnce(alarm, source: "config.toml [alarm] time", now: clock.now())
+        else { return nil }
+        events?.publish(.settingsChanged)
+        return view(stored)
+    }
+
     /// The alarm screen: every alarm with its next occurrence and, when at risk, its nudge; and the rows
     /// that cannot be read (by id, with the reason).
     public func list() throws -> (alarms: [AlarmView], unusable: [AlarmRepository.UnusableAlarm]) {

@@ -124,19 +124,15 @@ public struct Alarm: Sendable, Equatable, Identifiable {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         var candidate = time.nextOccurrence(after: now, in: timeZone)
-        // A fall-back night: the candidate may be the second instance of a time already rung at its first
-        // (the same local day and time, an hour later): the next day's is the next occurrence.
-        if let previousDay = calendar.date(byAdding: .hour, value: -1, to: candidate), previousDay > now,
-           calendar.component(.hour, from: previousDay) == time.hour,
-           calendar.component(.minute, from: previousDay) == time.minute {
-            // The first instance is still ahead of `now`: ring at it.
-            candidate = previousDay
-        } else if let earlier = calendar.date(byAdding: .hour, value: -1, to: candidate), earlier <= now,
-                  calendar.isDate(earlier, inSameDayAs: candidate),
-                  calendar.component(.hour, from: earlier) == time.hour,
-                  calendar.component(.minute, from: earlier) == time.minute {
-            // The first instance was at or before `now`: this is the repeat; skip to the next day.
-            candidate = time.nextOccurrence(after: candidate.addingTimeInterval(60), in: timeZone)
+        // A fall-back night shows the time twice, an hour apart (half an hour on Lord Howe Island). When the
+        // candidate is the second showing, ring at the first if it is still ahead; if the first is already
+        // past, this night's alarm was that one, so the next occurrence is the next day's.
+        for shift in [3600.0, 1800.0] {
+            let earlier = candidate.addingTimeInterval(-shift)
+            guard calendar.component(.hour, from: earlier) == time.hour, calendar.component(.minute, from: earlier) == time.minute,
+                  calendar.isDate(earlier, inSameDayAs: candidate) else { continue }
+            candidate = earlier > now ? earlier : time.nextOccurrence(after: candidate.addingTimeInterval(60), in: timeZone)
+            break
         }
         for _ in 0..<8 {
             let weekday = Weekday(rawValue: calendar.component(.weekday, from: candidate)) ?? .mon
