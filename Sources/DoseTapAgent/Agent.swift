@@ -4,6 +4,7 @@ import DoseTapStore
 import Foundation
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 /// The system clock and time zone.
 public struct SystemClock: WallClock {
@@ -28,6 +29,8 @@ public enum Agent {
             "database": "\(database.path)", "config": "\(paths.configFile.path)",
             "pid": "\(ProcessInfo.processInfo.processIdentifier)",
         ])
+        // SIGHUP is trapped from here on (ReloadService reads it), before READY=1 can be sent.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         // What happened, for every subscriber (the scheduler, the battery nudge; MQTT and the dashboard later).
         let events = EventBus()
         let monitor = BatteryMonitor(
@@ -79,7 +82,7 @@ public enum Agent {
             .init(service: monitor),
             .init(service: scheduler),
             .init(service: ReloadService(paths: paths, configuration: configuration, monitor: monitor,
-                                         notifier: notifier, logger: logger)),
+                                         notifier: notifier, logger: logger, signals: hangups)),
         ]
         if let desktop = devices.desktop {
             services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger)))

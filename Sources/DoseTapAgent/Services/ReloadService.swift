@@ -7,6 +7,8 @@ import ServiceLifecycle
 import UnixSignals
 
 /// Reloads `config.toml` on SIGHUP. A bad file is rejected with a log line; the old one stays.
+/// The agent traps SIGHUP (`signals`) before it starts its services, so a reload asked for as soon as the
+/// agent said READY=1 (`systemctl reload` right after start) waits for this service instead of being lost.
 struct ReloadService: Service, CustomStringConvertible {
     var description: String { "ReloadService" }
     let paths: DataPaths
@@ -14,9 +16,9 @@ struct ReloadService: Service, CustomStringConvertible {
     let monitor: BatteryMonitor
     let notifier: SystemdNotifier
     let logger: Logger
+    let signals: UnixSignalsSequence
 
     func run() async throws {
-        let signals = await UnixSignalsSequence(trapping: .sighup)
         for await _ in signals.cancelOnGracefulShutdown() {
             notifier.notify("RELOADING=1")
             do {
