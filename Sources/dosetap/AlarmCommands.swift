@@ -98,17 +98,20 @@ struct AlarmCommand: ParsableCommand {
         }
     }
 
+    /// `on` and `off`: the same command but for the state it sets.
+    static func toggle(_ id: AlarmID, on: Bool, json: Bool, location: LocationOptions) throws {
+        let view = try failing { try AlarmCommand.useCases(location).setEnabled(id: id.value, on) }
+        StandardOutput.markCommitted("alarm \(id) \(on ? "on" : "off")")
+        AlarmCommand.show(view, verb: on ? "On" : "Off", json: json)
+    }
+
     struct On: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Turn an alarm on.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: LocationOptions
 
-        func run() throws {
-            let view = try failing { try AlarmCommand.useCases(location).setEnabled(id: id.value, true) }
-            StandardOutput.markCommitted("alarm \(id) on")
-            AlarmCommand.show(view, verb: "On", json: json)
-        }
+        func run() throws { try AlarmCommand.toggle(id, on: true, json: json, location: location) }
     }
 
     struct Off: ParsableCommand {
@@ -117,11 +120,7 @@ struct AlarmCommand: ParsableCommand {
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: LocationOptions
 
-        func run() throws {
-            let view = try failing { try AlarmCommand.useCases(location).setEnabled(id: id.value, false) }
-            StandardOutput.markCommitted("alarm \(id) off")
-            AlarmCommand.show(view, verb: "Off", json: json)
-        }
+        func run() throws { try AlarmCommand.toggle(id, on: false, json: json, location: location) }
     }
 
     struct Edit: ParsableCommand {
