@@ -3,7 +3,8 @@ import DoseTapAgent
 import DoseTapCore
 import Foundation
 
-/// `dosetap alarm …`: set, change and list alarms (#11). Ringing is the agent's (not yet: see docs/alarms.md).
+/// `dosetap alarm …`: set, change and list alarms (#11). Ringing them is the agent's, not built yet
+/// (docs/configuration.md says so); `alarm stop`/`snooze` come with it.
 struct AlarmCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alarm",

@@ -63,8 +63,8 @@ struct ButtonPipelineTests {
         await clock.waitForSleepers(1)
         #expect(try w.repo.count() == 0)
         clock.step(to: now.addingTimeInterval(-3600))
-        // Recorded, though the clock now reads an hour before the press; the decision itself is the policy's
-        // (the press is an hour in the future → stale): what matters here is that the timer did not wait.
+        // Decided at once, though the clock now reads an hour before the press (the policy then refuses
+        // it as an hour-old input, in the future): what matters here is that the timer did not wait an hour.
         let decided = await next(w.events) { Self.isRecorded($0) || Self.isRefused($0) }
         #expect(decided != nil)
         #expect(clock.sleeperCount == 0)

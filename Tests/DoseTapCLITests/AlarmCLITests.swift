@@ -92,7 +92,7 @@ struct AlarmCLITests {
         let cli = try CLI()
         let r = try await cli.run(args)
         #expect(r.exitCode == code, "\(r.out) \(r.err)")
-        #expect(r.err.hasPrefix("dosetap: ") || r.err.hasPrefix("Error: "), "\(r.err)")
+        #expect(r.err.hasPrefix("dosetap: "), "\(r.err)")
         #expect(r.err.contains(message), "\(r.err)")
         #expect(r.err.filter { $0 == "\n" }.count == 1, "\(r.err)")
         #expect(r.out.isEmpty)

@@ -43,23 +43,22 @@ public struct AlarmUseCases: Sendable {
     /// Adds an alarm (enabled unless told otherwise; label "Alarm", repeat once by default).
     public func add(_ fields: Fields) throws -> AlarmView {
         guard let time = fields.time else { throw UseCaseError("an alarm needs a time (HH:MM)") }
-        var alarm = try Alarm(id: 0, time: try parse(time), label: try label(fields.label ?? "Alarm"),
+        let alarm = try Alarm(id: 0, time: try parse(time), label: try label(fields.label ?? "Alarm"),
                               repetition: try repetition(fields.repetition ?? "once"), enabled: fields.enabled ?? true)
-        alarm = try save { try AlarmRepository(database: $0).add(alarm, now: clock.now()) }
-        return view(alarm)
+        let repository = AlarmRepository(database: try store.open())
+        return view(try save { try repository.add(alarm, now: clock.now()) })
     }
 
     /// Changes the given fields of alarm `id`.
     public func edit(id: Int, _ fields: Fields) throws -> AlarmView {
-        let database = try store.open()
-        let repository = AlarmRepository(database: database)
+        let repository = AlarmRepository(database: try store.open())
         guard var alarm = try repository.find(id: id) else { throw unknown(id) }
         if let time = fields.time { alarm.time = try parse(time) }
         if let text = fields.label { alarm.label = try label(text) }
         if let text = fields.repetition { alarm.repetition = try repetition(text) }
         if let enabled = fields.enabled { alarm.enabled = enabled }
         let changed = alarm
-        _ = try save { _ in try repository.update(changed) }
+        _ = try save { try repository.update(changed) }
         return view(alarm)
     }
 
@@ -71,10 +70,9 @@ public struct AlarmUseCases: Sendable {
     /// Removes alarm `id`; returns what it was.
     @discardableResult
     public func remove(id: Int) throws -> Alarm {
-        let database = try store.open()
-        let repository = AlarmRepository(database: database)
+        let repository = AlarmRepository(database: try store.open())
         guard let alarm = try repository.find(id: id) else { throw unknown(id) }
-        _ = try save { _ in try repository.remove(id: id) }
+        _ = try save { try repository.remove(id: id) }
         return alarm
     }
 
@@ -114,10 +112,10 @@ public struct AlarmUseCases: Sendable {
         return AlarmView(alarm: alarm, nextAt: next, nudge: nudge)
     }
 
-    private func save<T>(_ body: (DoseTapDatabase) throws -> T) throws -> T {
-        let database = try store.open()
+    /// Runs one change on the database already opened, then tells subscribers.
+    private func save<T>(_ body: () throws -> T) throws -> T {
         do {
-            let result = try body(database)
+            let result = try body()
             events?.publish(.settingsChanged)
             return result
         } catch let error as UseCaseError {
