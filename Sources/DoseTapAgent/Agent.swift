@@ -76,7 +76,17 @@ public enum Agent {
             "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",
             "desktopNotifications": "\(devices.desktop == nil ? "log only" : "session bus")",
         ])
+        // Alarms: they ring here until Stop or Snooze (the CLI, the notification, any button) or ten minutes.
+        let store = DataStore(database: database)
+        let alarmUseCases = AlarmUseCases(store: store, clock: SystemClock(),
+                                          battery: { try? BatteryStatus.read(source: source, history: history, now: Date()) },
+                                          events: events)
+        let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared,
+                                 logger: logger)
+        let alarms = AlarmService(store: store, alarms: alarmUseCases, ringer: ringer, clock: TimerFDScheduler.shared,
+                                  logger: logger, events: events, databaseChanges: watcher?.changes())
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: alarms),
             .init(service: BatteryNudgeFeedback(events: events, feedback: feedback)),
             .init(service: DoseInputFeedback(events: events, feedback: feedback)),
             .init(service: monitor),
@@ -85,7 +95,8 @@ public enum Agent {
                                          notifier: notifier, logger: logger, signals: hangups)),
         ]
         if let desktop = devices.desktop {
-            services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger)))
+            services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger,
+                                                               ringer: ringer, alarms: alarms)))
         }
         // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
         let hid: HIDButtonSource?
@@ -106,7 +117,7 @@ public enum Agent {
             services.append(.init(service: ButtonService(
                 bluez: bluez, hid: hid, buttons: ButtonRepository(database: database),
                 doses: doses, samples: history, events: events,
-                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes())))
+                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes(), alarms: alarms)))
         }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval, clock: TimerFDScheduler.shared)))

@@ -71,9 +71,9 @@ public struct AlarmRepository: Sendable {
     public func add(_ alarm: Alarm, now: Date = Date()) throws -> Alarm {
         try database.write { db in
             try db.execute(sql: """
-                INSERT INTO alarm (time, label, repetition, enabled, sound, haptics, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO alarm (time, label, repetition, enabled, sound, haptics, created_at, armed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [alarm.time.description, alarm.label, alarm.repetition.description, alarm.enabled ? 1 : 0,
-                                 alarm.sound, alarm.haptics?.rawValue, now.timeIntervalSince1970])
+                                 alarm.sound, alarm.haptics?.rawValue, now.timeIntervalSince1970, now.timeIntervalSince1970])
             var stored = alarm
             stored.id = Int(db.lastInsertedRowID)
             return stored
@@ -86,9 +86,9 @@ public struct AlarmRepository: Sendable {
         try database.write { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM alarm_import WHERE source = ?", arguments: [source]) == true { return nil }
             try db.execute(sql: """
-                INSERT INTO alarm (time, label, repetition, enabled, sound, haptics, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO alarm (time, label, repetition, enabled, sound, haptics, created_at, armed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [alarm.time.description, alarm.label, alarm.repetition.description, alarm.enabled ? 1 : 0,
-                                 alarm.sound, alarm.haptics?.rawValue, now.timeIntervalSince1970])
+                                 alarm.sound, alarm.haptics?.rawValue, now.timeIntervalSince1970, now.timeIntervalSince1970])
             var stored = alarm
             stored.id = Int(db.lastInsertedRowID)
             try db.execute(sql: "INSERT INTO alarm_import (source, imported_at) VALUES (?, ?)", arguments: [source, now.timeIntervalSince1970])
@@ -96,14 +96,17 @@ public struct AlarmRepository: Sendable {
         }
     }
 
-    /// Replaces an alarm's fields; false when there is no alarm with that id.
+    /// Replaces an alarm's fields; false when there is no alarm with that id. `rearmedAt`: the alarm was
+    /// turned on or its time or repeat changed, so only occurrences after this instant ring (and a snooze
+    /// in progress is void).
     @discardableResult
-    public func update(_ alarm: Alarm) throws -> Bool {
+    public func update(_ alarm: Alarm, rearmedAt: Date? = nil) throws -> Bool {
         try database.write { db in
             try db.execute(sql: """
-                UPDATE alarm SET time = ?, label = ?, repetition = ?, enabled = ?, sound = ?, haptics = ? WHERE id = ?
+                UPDATE alarm SET time = ?, label = ?, repetition = ?, enabled = ?, sound = ?, haptics = ?,
+                    armed_at = COALESCE(?, armed_at) WHERE id = ?
                 """, arguments: [alarm.time.description, alarm.label, alarm.repetition.description, alarm.enabled ? 1 : 0,
-                                 alarm.sound, alarm.haptics?.rawValue, alarm.id])
+                                 alarm.sound, alarm.haptics?.rawValue, rearmedAt?.timeIntervalSince1970, alarm.id])
             return db.changesCount > 0
         }
     }

@@ -204,9 +204,18 @@ public struct FixedSoundCatalog: SoundCatalog {
 
 /// A player that records what it played.
 public final class RecordingSoundPlayer: SoundPlayer {
-    private let played = Mutex<[SoundInfo]>([])
+    private let played = Mutex<[(sound: SoundInfo, volume: Double, at: Date)]>([])
+    private let stops = Mutex(0)
     public init() {}
-    public func play(_ sound: SoundInfo) async throws { played.withLock { $0.append(sound) } }
-    public func stop() {}
-    public var sounds: [SoundInfo] { played.withLock { $0 } }
+    public func play(_ sound: SoundInfo) async throws { try await play(sound, volume: 1) }
+    public func play(_ sound: SoundInfo, volume: Double) async throws {
+        played.withLock { $0.append((sound, volume, Date())) }
+    }
+    public func stop() { stops.withLock { $0 += 1 } }
+    public var sounds: [SoundInfo] { played.withLock { $0.map(\.sound) } }
+    /// The volume of each play, in order.
+    public var volumes: [Double] { played.withLock { $0.map(\.volume) } }
+    /// When each play started (real time).
+    public var times: [Date] { played.withLock { $0.map(\.at) } }
+    public var stopCount: Int { stops.withLock { $0 } }
 }

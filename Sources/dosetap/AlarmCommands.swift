@@ -1,15 +1,16 @@
 import ArgumentParser
 import DoseTapAgent
 import DoseTapCore
+import DoseTapLinux
 import Foundation
 
-/// `dosetap alarm …`: set, change and list alarms (#11). Ringing them is the agent's, not built yet
-/// (docs/configuration.md says so); `alarm stop`/`snooze` come with it.
+/// `dosetap alarm …`: set, change and list alarms, and answer the one ringing (#11). The agent rings them
+/// (docs/alarms.md).
 struct AlarmCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alarm",
-        abstract: "Set, change and list alarms; an enabled alarm the battery will not last to says so.",
-        subcommands: [Add.self, List.self, On.self, Off.self, Edit.self, Remove.self]
+        abstract: "Set, change and list alarms, and stop or snooze the one ringing; an enabled alarm the battery will not last to says so.",
+        subcommands: [Add.self, List.self, On.self, Off.self, Edit.self, Remove.self, Stop.self, Snooze.self]
     )
 
     static func useCases(_ location: LocationOptions) -> AlarmUseCases {
@@ -94,6 +95,7 @@ struct AlarmCommand: ParsableCommand {
             for view in alarms {
                 printLine(view.line())
                 if let nudge = view.nudge { printLine("   \(nudge.header): \(nudge.oneLine)") }
+                if let missed = view.missedAt { printLine("   Missed: \(missed.localClock())") }
             }
             for row in unusable { printLine("\(row.id)  unusable: \(DisplayText.escaped(row.reason))") }
         }
@@ -158,5 +160,41 @@ struct AlarmCommand: ParsableCommand {
             StandardOutput.markCommitted("alarm \(id) removed")
             printLine("Removed alarm \(alarm.id) (\(alarm.time), \"\(DisplayText.escaped(alarm.label))\")")
         }
+    }
+
+    struct Stop: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop the alarm ringing now.")
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            let answer = try failing { try AlarmCommand.useCases(location).stopRinging(by: .cli) }
+            StandardOutput.markCommitted("alarm \(answer.ring.alarmID) stopped")
+            printLine("Stopped alarm \(answer.ring.alarmID)\(AlarmCommand.describe(answer.alarm)).")
+        }
+    }
+
+    struct Snooze: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Snooze the alarm ringing now: it rings again 9 minutes later.")
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            let answer = try failing { try AlarmCommand.useCases(location).snoozeRinging(by: .cli) }
+            StandardOutput.markCommitted("alarm \(answer.ring.alarmID) snoozed")
+            let until = answer.ring.snoozeUntil.map { " at \(AlarmCommand.hourMinute($0))" } ?? ""
+            printLine("Snoozed alarm \(answer.ring.alarmID)\(AlarmCommand.describe(answer.alarm)): it rings again\(until).")
+        }
+    }
+
+    /// ` (06:30, "Work")`, or nothing when the alarm was removed meanwhile.
+    static func describe(_ alarm: Alarm?) -> String {
+        alarm.map { " (\($0.time), \"\(DisplayText.escaped($0.label))\")" } ?? ""
+    }
+
+    static func hourMinute(_ date: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = SystemTimeZone.current
+        f.dateFormat = "HH:mm"
+        return f.string(from: date)
     }
 }

@@ -1,3 +1,5 @@
+import DoseTapCore
+import DoseTapStore
 import DoseTapTesting
 import Foundation
 import Testing
@@ -87,6 +89,9 @@ struct AlarmCLITests {
         (["alarm", "off", "１"], 64, "invalid for '<id>'"),
         (["alarm", "edit", "1"], 64, "nothing to change"),
         (["alarm", "edit", "1", "--time", "24:00"], 64, "invalid time '24:00'"),
+        (["alarm", "stop"], 1, "no alarm is ringing"),
+        (["alarm", "snooze"], 1, "no alarm is ringing"),
+        (["alarm", "stop", "1"], 64, "Unexpected argument '1'"),
     ])
     func badInput(args: [String], code: Int32, message: String) async throws {
         let cli = try CLI()
@@ -98,5 +103,42 @@ struct AlarmCLITests {
         #expect(r.out.isEmpty)
         let list = try await cli.run(["alarm", "list", "--json"])
         #expect(list.out == "[]\n")
+    }
+
+    @Test("stop and snooze act on the alarm ringing now: snooze says when it rings again; a ring left by a dead agent is not answerable")
+    func stopAndSnooze() async throws {
+        let cli = try CLI()
+        #expect(try await cli.run(["alarm", "add", "06:30", "--label", "Work \u{1b}[2J", "--repeat", "daily"]).exitCode == 0)
+        let database = try DoseTapDatabase(directory: cli.dataDirectory)
+        let rings = AlarmRingRepository(database: database)
+        let now = Date()
+        // As the agent does at the occurrence.
+        let ring = try rings.start(.init(alarmID: 1, kind: .scheduled, dueAt: now.addingTimeInterval(-60)), at: now.addingTimeInterval(-60))
+        let snoozed = try await cli.run(["alarm", "snooze"], tz: "UTC")
+        #expect(snoozed.exitCode == 0, "\(snoozed.err)")
+        let until = try #require(try rings.ring(id: ring.id)?.snoozeUntil)
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "HH:mm"
+        #expect(snoozed.out == "Snoozed alarm 1 (06:30, \"Work \\x1b[2J\"): it rings again at \(f.string(from: until)).\n")
+        #expect(abs(until.timeIntervalSince(now) - 540) < 30)
+        #expect(try rings.ring(id: ring.id)?.endedBy == .cli)
+        let again = try await cli.run(["alarm", "stop"])
+        #expect(again.exitCode == 1 && again.err == "dosetap: no alarm is ringing\n", "\(again.err)")
+
+        // The snooze rings: stop it.
+        let second = try rings.start(.init(alarmID: 1, kind: .snooze, dueAt: until), at: Date())
+        let stopped = try await cli.run(["alarm", "stop"])
+        #expect(stopped.exitCode == 0, "\(stopped.err)")
+        #expect(stopped.out == "Stopped alarm 1 (06:30, \"Work \\x1b[2J\").\n")
+        #expect(try rings.ring(id: second.id)?.outcome == .stopped)
+
+        // A row still `ringing` eleven minutes after it started (its agent died): nothing to answer.
+        let stale = try rings.start(.init(alarmID: 1, kind: .scheduled, dueAt: now.addingTimeInterval(86_400 - 660)),
+                                    at: Date().addingTimeInterval(-660))
+        let late = try await cli.run(["alarm", "stop"])
+        #expect(late.exitCode == 1 && late.err == "dosetap: no alarm is ringing\n")
+        #expect(try rings.ring(id: stale.id)?.outcome == .ringing, "left for the agent to record as missed")
     }
 }

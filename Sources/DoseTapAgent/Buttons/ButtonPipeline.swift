@@ -25,6 +25,8 @@ public final class ButtonPipeline: Sendable {
     private let timers = Mutex<[String: Task<Void, Never>]>([:])
     /// When set (`dosetap button test`), gestures are handed here instead of acting, and nothing is stored.
     private let observer: (@Sendable (ButtonIntent) -> Void)?
+    /// The ringing alarm: while it rings, every button is its Stop (single) and Snooze (double).
+    private let alarms: (any RingingAlarmControl)?
 
     /// How long an intent queued behind a flood waits before it is decided (by then it is stale).
     public static let queueDelay: TimeInterval = 4
@@ -32,8 +34,11 @@ public final class ButtonPipeline: Sendable {
     /// - Parameters:
     ///   - doses: where intents go; nil only when observing.
     ///   - samples: where button batteries are kept; nil only when observing.
+    ///   - alarms: the ringing alarm, which takes every press while it rings (never a dose then).
     public init(buttons: [ButtonConfig], doses: DoseUseCases?, samples: BatterySampleRepository?, events: EventBus?,
-                clock: any Scheduling, logger: Logger, observer: (@Sendable (ButtonIntent) -> Void)? = nil) {
+                clock: any Scheduling, logger: Logger, observer: (@Sendable (ButtonIntent) -> Void)? = nil,
+                alarms: (any RingingAlarmControl)? = nil) {
+        self.alarms = alarms
         interpreter = ButtonInterpreter(buttons: buttons, logger: logger)
         self.doses = doses
         self.samples = samples
@@ -121,6 +126,10 @@ public final class ButtonPipeline: Sendable {
         var results: [DoseOutcome] = []
         for intent in intents {
             let name = DisplayText.escaped(intent.button.name)
+            if let alarms, alarms.claimsButtons(at: clock.now()) {
+                answerAlarm(alarms, intent, name: name)
+                continue
+            }
             guard let command = intent.action.command else {
                 events?.publish(.buttonPressed(address: intent.button.address, gesture: intent.gesture.rawValue))
                 logger.info("button gesture without an action", metadata: ["button": "\(name)", "gesture": "\(intent.gesture.rawValue)"])
@@ -145,6 +154,8 @@ public final class ButtonPipeline: Sendable {
                 let clock = self.clock
                 Task {
                     guard await clock.sleep(for: Self.queueDelay) != .cancelled else { return }
+                    // An alarm started meanwhile: the press was not for it, and it is no dose either.
+                    if let alarms = self.alarms, alarms.claimsButtons(at: clock.now()) { return }
                     self.decide(intent, command: command)
                 }
                 continue
@@ -154,6 +165,20 @@ public final class ButtonPipeline: Sendable {
             if let result = decide(intent, command: command) { results.append(result) }
         }
         return results
+    }
+
+    /// A press while an alarm rings (or just after): single Stop, double Snooze, anything else nothing. It
+    /// never reaches the dose use case, whatever the button's mapping.
+    private func answerAlarm(_ alarms: any RingingAlarmControl, _ intent: ButtonIntent, name: String) {
+        events?.publish(.buttonPressed(address: intent.button.address, gesture: intent.gesture.rawValue))
+        let answered: Bool
+        switch intent.gesture {
+        case .single where alarms.isRinging: answered = alarms.stop(by: .button)
+        case .double where alarms.isRinging: answered = alarms.snooze(by: .button)
+        default: answered = false
+        }
+        logger.notice(answered ? "button answered the alarm" : "button press during or just after an alarm: no action, no dose",
+                      metadata: ["button": "\(name)", "gesture": "\(intent.gesture.rawValue)"])
     }
 
     @discardableResult

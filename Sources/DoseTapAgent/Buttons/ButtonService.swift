@@ -35,7 +35,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                 doses: DoseUseCases?, samples: BatterySampleRepository?, events: EventBus? = nil,
                 clock: any Scheduling, logger: Logger, databaseChanges: AsyncStream<Void>?,
                 onHandled: @escaping @Sendable (ButtonSignal, [DoseOutcome]) -> Void = { _, _ in },
-                observer: (@Sendable (ButtonIntent) -> Void)? = nil) {
+                observer: (@Sendable (ButtonIntent) -> Void)? = nil, alarms: (any RingingAlarmControl)? = nil) {
         self.bluez = bluez
         self.hid = hid
         self.buttons = buttons
@@ -47,7 +47,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
         pipeline = ButtonPipeline(buttons: stored.buttons, doses: observer == nil ? doses : nil,
                                   samples: observer == nil ? samples : nil, events: events,
-                                  clock: clock, logger: logger, observer: observer)
+                                  clock: clock, logger: logger, observer: observer, alarms: alarms)
         reportUnusable(stored.unusable)
     }
 

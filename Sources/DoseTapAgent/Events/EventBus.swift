@@ -14,6 +14,12 @@ public enum AgentEvent: Sendable, Equatable {
     case buttonPressed(address: String, gesture: String)
     case buttonBattery(name: String, level: Double)
     case settingsChanged
+    /// An alarm started ringing (or rings again after a restart of the agent).
+    case alarmRinging(AlarmRing, Alarm)
+    /// A ring ended: stopped, snoozed or missed (by whom is in the ring).
+    case alarmEnded(AlarmRing)
+    /// An occurrence was missed without ringing (the machine was off or asleep past the late limit).
+    case alarmMissed(AlarmRing, Alarm?)
 }
 
 /// A typed broadcaster: every subscriber gets every event published after it subscribed, in order,

@@ -15,12 +15,18 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
     private let feedback: FeedbackNotifier
     private let doses: DoseUseCases
     private let logger: Logger
+    /// The ringing alarm's notification (Stop, Snooze 9 min).
+    private let ringer: AlarmRinger?
+    private let alarms: (any RingingAlarmControl)?
 
-    public init(desktop: DesktopNotifications, feedback: FeedbackNotifier, doses: DoseUseCases, logger: Logger) {
+    public init(desktop: DesktopNotifications, feedback: FeedbackNotifier, doses: DoseUseCases, logger: Logger,
+                ringer: AlarmRinger? = nil, alarms: (any RingingAlarmControl)? = nil) {
         self.desktop = desktop
         self.feedback = feedback
         self.doses = doses
         self.logger = logger
+        self.ringer = ringer
+        self.alarms = alarms
     }
 
     public func run() async throws {
@@ -37,6 +43,14 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
     /// Decides one button press; returns the outcome (nil when it was not one of ours).
     @discardableResult
     public func handle(_ invocation: DesktopNotifications.Invocation) async -> DoseOutcome? {
+        if let ringer, let alarms, ringer.ring(forNotification: invocation.id) != nil {
+            switch AlarmRinger.Action(rawValue: invocation.action) {
+            case .stop: alarms.stop(by: .notification)
+            case .snooze: alarms.snooze(by: .notification)
+            case nil: logger.warning("unknown alarm notification action rejected", metadata: ["action": "\(DisplayText.escaped(invocation.action))"])
+            }
+            return nil
+        }
         guard feedback.session(forNotification: invocation.id) != nil else {
             logger.debug("ignored action of a notification that is not ours", metadata: ["id": "\(invocation.id)"])
             return nil

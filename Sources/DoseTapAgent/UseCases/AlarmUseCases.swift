@@ -8,6 +8,9 @@ public struct AlarmView: Sendable, Equatable {
     public var alarm: Alarm
     public var nextAt: Date?
     public var nudge: Nudge?
+    /// When its latest occurrence was missed (nobody answered, or the machine was off or asleep); nil when
+    /// its latest ring was answered or it never rang.
+    public var missedAt: Date?
 }
 
 /// Setting, changing and listing alarms (#11), for the command line and later the web page.
@@ -57,8 +60,11 @@ public struct AlarmUseCases: Sendable {
         if let text = fields.label { alarm.label = try label(text) }
         if let text = fields.repetition { alarm.repetition = try repetition(text) }
         if let enabled = fields.enabled { alarm.enabled = enabled }
+        let before = try repository.find(id: id)
+        // Turned on, or a new time or repeat: only occurrences from now on ring, and a snooze is void.
+        let rearmed = alarm.enabled && (before?.enabled != true || before?.time != alarm.time || before?.repetition != alarm.repetition)
         let changed = alarm
-        _ = try save { try repository.update(changed) }
+        _ = try save { try repository.update(changed, rearmedAt: rearmed ? clock.now() : nil) }
         return view(alarm)
     }
 
@@ -74,6 +80,41 @@ public struct AlarmUseCases: Sendable {
         guard let alarm = try repository.find(id: id) else { throw unknown(id) }
         _ = try save { try repository.remove(id: id) }
         return alarm
+    }
+
+    /// What `stop` and `snooze` answer: the alarm that rang and, for a snooze, when it rings again.
+    public struct RingAnswer: Sendable, Equatable {
+        public var alarm: Alarm?
+        public var ring: AlarmRing
+    }
+
+    /// Stops the alarm ringing now (`dosetap alarm stop`, a notification's Stop, a button's single press).
+    public func stopRinging(by ender: AlarmRingEnder) throws -> RingAnswer {
+        try endRinging(.stopped, by: ender)
+    }
+
+    /// Snoozes the alarm ringing now: it rings again nine minutes later (unlimited).
+    public func snoozeRinging(by ender: AlarmRingEnder) throws -> RingAnswer {
+        try endRinging(.snoozed, by: ender)
+    }
+
+    private func endRinging(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) throws -> RingAnswer {
+        let nothing = UseCaseError("no alarm is ringing")
+        guard let database = try store.openIfPresent() else { throw nothing }
+        let rings = AlarmRingRepository(database: database)
+        let now = clock.now()
+        // A row left `ringing` by an agent that died is not a ring: past its ten minutes it cannot be answered.
+        guard let ringing = try rings.ringing(), let givesUp = ringing.givesUpAt, givesUp > now else { throw nothing }
+        let ended: AlarmRing?
+        do {
+            ended = try rings.end(ringID: ringing.id, outcome: outcome, by: ender, at: now,
+                                  snoozeUntil: now.addingTimeInterval(AlarmRingRules.snoozeInterval))
+        } catch {
+            throw UseCaseError("could not save the alarm: \(error)")
+        }
+        guard let ended else { throw nothing }
+        events?.publish(.alarmEnded(ended))
+        return RingAnswer(alarm: try AlarmRepository(database: database).find(id: ended.alarmID), ring: ended)
     }
 
     /// `[alarm] time` of config.toml, from before alarms could be set: on the agent's first start with it
@@ -95,7 +136,12 @@ public struct AlarmUseCases: Sendable {
         guard let database = try store.openForReading() else { return ([], []) }
         let loaded = try AlarmRepository(database: database).load()
         let status = loaded.alarms.contains(where: \.enabled) ? battery() : nil
-        return (loaded.alarms.map { view($0, status: status) }, loaded.unusable)
+        let latest = (try? AlarmRingRepository(database: database).latestByAlarm()) ?? [:]
+        return (loaded.alarms.map { alarm in
+            var shown = view(alarm, status: status)
+            if let ring = latest[alarm.id], ring.outcome == .missed { shown.missedAt = ring.dueAt }
+            return shown
+        }, loaded.unusable)
     }
 
     func view(_ alarm: Alarm) -> AlarmView {

@@ -53,7 +53,15 @@ public protocol SoundCatalog: Sendable {
 public protocol SoundPlayer: Sendable {
     /// Plays to the end, or until `stop()` or cancellation.
     func play(_ sound: SoundInfo) async throws
+    /// Plays at `volume` (0…1 of full scale) where the player can; at full scale where it cannot.
+    func play(_ sound: SoundInfo, volume: Double) async throws
     func stop()
+}
+
+extension SoundPlayer {
+    public func play(_ sound: SoundInfo, volume: Double) async throws {
+        try await play(sound)
+    }
 }
 
 /// Why a `sleep(until:)` returned.

@@ -47,20 +47,28 @@ public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringCon
         program != .aplay || path.lowercased().hasSuffix(".wav")
     }
 
-    /// The arguments and the extra environment for playing one file.
-    public func invocation(for file: String) -> (arguments: [String], environment: [String: String]) {
+    /// The arguments and the extra environment for playing one file, at `volume` (0…1 of full scale; 1 adds
+    /// no option). aplay has no volume option: it always plays at full scale.
+    public func invocation(for file: String, volume: Double = 1) -> (arguments: [String], environment: [String: String]) {
+        let level = volume.isFinite ? min(1, max(0, volume)) : 1
+        let scaled = level < 1
         switch program {
         case .pwPlay:
-            return ((device.map { ["--target", $0] } ?? []) + [file], [:])
+            return ((device.map { ["--target", $0] } ?? []) + (scaled ? ["--volume", String(format: "%.3f", level)] : []) + [file], [:])
         case .paplay:
-            return ((device.map { ["--device=\($0)"] } ?? []) + [file], [:])
+            // PulseAudio volumes: 65536 is 100 %.
+            return ((device.map { ["--device=\($0)"] } ?? []) + (scaled ? ["--volume=\(Int((level * 65536).rounded()))"] : []) + [file], [:])
         case .sox:
-            // `play` writes to $AUDIODEV through the $AUDIODRIVER driver.
-            return (["-q", file], device.map { ["AUDIODRIVER": "alsa", "AUDIODEV": $0] } ?? [:])
+            // `play` writes to $AUDIODEV through the $AUDIODRIVER driver; -v scales the samples.
+            return (["-q"] + (scaled ? ["-v", String(format: "%.3f", level)] : []) + [file],
+                    device.map { ["AUDIODRIVER": "alsa", "AUDIODEV": $0] } ?? [:])
         case .aplay:
             return (["-q"] + (device.map { ["-D", $0] } ?? []) + [file], [:])
         }
     }
+
+    /// Whether this player can play softer than full scale (the alarm's rising volume).
+    public var setsVolume: Bool { program != .aplay }
 
     public var description: String {
         program.rawValue + (device.map { " (device \($0))" } ?? "")
@@ -143,6 +151,10 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
         _ = try await playReporting(sound)
     }
 
+    public func play(_ sound: SoundInfo, volume: Double) async throws {
+        _ = try await playReporting(sound, volume: volume)
+    }
+
     /// Asks the playing sound to stop and returns at once; the player process ends within the grace
     /// period (the pending `play` returns when it has).
     public func stop() {
@@ -160,7 +172,7 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
     }
 
     /// Plays and says how it ended.
-    public func playReporting(_ sound: SoundInfo) async throws -> PlaybackOutcome {
+    public func playReporting(_ sound: SoundInfo, volume: Double = 1) async throws -> PlaybackOutcome {
         let path = sound.name == SoundInfo.builtinBeepName && !FileManager.default.isReadableFile(atPath: sound.path)
             ? try BuiltinBeep.sound(cacheDirectory: builtinBeepDirectory).path
             : sound.path
@@ -183,7 +195,7 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
                 for command in commands {
                     if Task.isCancelled { return PlaybackOutcome.stopped }
                     do {
-                        return try await Self.run(command, file: path, grace: grace, logger: logger)
+                        return try await Self.run(command, file: path, volume: volume, grace: grace, logger: logger)
                     } catch let failure as SoundPlayerError {
                         logger.warning("player failed", metadata: ["player": "\(command)", "error": "\(failure)"])
                         failures.append(failure.description)
@@ -206,8 +218,9 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
         return try result.get()
     }
 
-    static func run(_ command: AudioPlayerCommand, file: String, grace: Duration, logger: Logger) async throws -> PlaybackOutcome {
-        let (arguments, extra) = command.invocation(for: file)
+    static func run(_ command: AudioPlayerCommand, file: String, volume: Double = 1, grace: Duration,
+                    logger: Logger) async throws -> PlaybackOutcome {
+        let (arguments, extra) = command.invocation(for: file, volume: volume)
         var environment = Environment.inherit
         if !extra.isEmpty {
             var update: [Environment.Key: String?] = [:]
