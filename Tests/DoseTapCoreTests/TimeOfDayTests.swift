@@ -55,4 +55,27 @@ struct TimeOfDayTests {
         let rings = missing.nextOccurrence(after: spring, in: newYork)
         #expect(rings > spring && rings.timeIntervalSince(spring) <= 5 * 3600)
     }
+
+    /// Finding: Foundation's nextDate finds nothing in a zone whose offset has seconds (TZ=XXX-0:00:17), and
+    /// the fallback was "now + 24 h" — an alarm at a random second of tomorrow.
+    @Test("a zone whose offset has seconds: the time itself, today or tomorrow, never now + 24 h")
+    func secondsOffset() throws {
+        let zone = try #require(TimeZone(secondsFromGMT: 17))
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let now = Date(timeIntervalSince1970: 1_795_917_401)  // 2026-11-24 01:56:41 UTC = 01:56:58 local
+        let time = try TimeOfDay(parsing: "02:10")
+        let next = time.nextOccurrence(after: now, in: zone)
+        let c = calendar.dateComponents([.hour, .minute, .second, .day], from: next)
+        #expect(c.hour == 2 && c.minute == 10 && c.second == 0)
+        #expect(next > now && next.timeIntervalSince(now) < 15 * 60)
+        let earlier = try TimeOfDay(parsing: "01:00").nextOccurrence(after: now, in: zone)
+        let e = calendar.dateComponents([.hour, .minute, .second], from: earlier)
+        #expect(e.hour == 1 && e.minute == 0 && e.second == 0)
+        #expect(earlier.timeIntervalSince(now) > 23 * 3600 - 60 && earlier.timeIntervalSince(now) < 24 * 3600)
+        let exactly = time.nextOccurrence(after: next, in: zone)
+        #expect(exactly == next.addingTimeInterval(86_400), "strictly after")
+        let alarm = try Alarm(id: 1, time: time, repetition: .daily)
+        #expect(alarm.nextOccurrence(after: now, in: zone) == next)
+    }
 }

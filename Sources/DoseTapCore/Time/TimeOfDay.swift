@@ -44,9 +44,31 @@ public struct TimeOfDay: Sendable, Equatable, Hashable, CustomStringConvertible 
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let components = DateComponents(hour: hour, minute: minute, second: 0)
-        return calendar.nextDate(after: now, matching: components, matchingPolicy: .nextTime,
-                                 repeatedTimePolicy: .first, direction: .forward)
-            ?? now.addingTimeInterval(24 * 3600)
+        if let next = calendar.nextDate(after: now, matching: components, matchingPolicy: .nextTime,
+                                        repeatedTimePolicy: .first, direction: .forward) {
+            return next
+        }
+        // Foundation finds nothing in a zone whose offset has seconds (a POSIX TZ such as `XXX-0:00:17`):
+        // the arithmetic on the zone's offset, which is what such a zone is.
+        return byOffset(after: now, in: timeZone)
+    }
+
+    /// The next instant strictly after `now` whose wall-clock time in `timeZone` is this one, from the zone's
+    /// offset at that instant (the offset is re-read at the candidate, so a change of offset is followed).
+    func byOffset(after now: Date, in timeZone: TimeZone) -> Date {
+        let target = Double(hour * 3600 + minute * 60)
+        var candidate = now
+        for _ in 0..<3 {
+            let offset = Double(timeZone.secondsFromGMT(for: candidate))
+            let local = now.timeIntervalSince1970 + offset
+            let midnight = (local / 86_400).rounded(.down) * 86_400
+            var next = midnight + target - offset
+            if next <= now.timeIntervalSince1970 { next += 86_400 }
+            let found = Date(timeIntervalSince1970: next)
+            if found == candidate { break }
+            candidate = found
+        }
+        return candidate
     }
 }
 
