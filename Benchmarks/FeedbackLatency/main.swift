@@ -1,7 +1,13 @@
 // Feedback latency: from a reminder falling due to the desktop notification accepted by the notification
-// daemon, and to the vibration's first play event written to the motor.
+// daemon, and to the vibration's first play event written to the motor; then from an alarm falling due to
+// its sound player started and to its first vibration.
 //
 //   swift run -c release feedback-latency [RUNS]        (default 30)
+//
+// Alarms: the agent's AlarmService and AlarmRinger on the real clock (TimerFDScheduler), the SQLite store,
+// the real SubprocessSoundPlayer starting aplay on ALSA's null device through a wrapper that stamps the
+// instant it is executed, and the same motor stand-in. Alarm times are minutes: each run uses a fixed zone
+// whose offset has seconds, chosen so that its next minute starts 1–2 s later.
 //
 // Real parts: the agent's DoseScheduler on the real clock and its real timer, the SQLite store, the
 // FeedbackNotifier, the D-Bus layer, a private dbus-daemon with python-dbusmock's notification daemon, and
@@ -59,6 +65,14 @@ struct TimingNotifier: Notifier {
             stamps.notified.withLock { $0.append(ms) }
         }
     }
+}
+
+/// The real clock and timer in a given zone.
+struct ZoneClock: Scheduling {
+    let zone: TimeZone
+    func now() -> Date { Date() }
+    var timeZone: TimeZone { zone }
+    func sleep(until deadline: Date) async -> WakeReason { await TimerFDScheduler.shared.sleep(until: deadline) }
 }
 
 struct SystemClockNY: Scheduling {
@@ -120,4 +134,66 @@ print("| measure | p50 | p95 | max |")
 print("|---|---|---|---|")
 for (name, values) in [("notification accepted by the daemon", n), ("vibration started (first EV_FF play write)", v)] {
     print(String(format: "| %@ | %.1f | %.1f | %.1f |", name, percentile(values, 0.5), percentile(values, 0.95), values.max() ?? .nan))
+}
+
+// Alarms.
+let work = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-alarm-latency-\(UUID().uuidString)")
+try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: work) }
+let stampFile = work.appendingPathComponent("player-started")
+let wrapper = work.appendingPathComponent("aplay")
+try """
+    #!/bin/sh
+    date +%s.%N >> '\(stampFile.path)'
+    exec /usr/bin/aplay "$@"
+    """.write(to: wrapper, atomically: true, encoding: .utf8)
+try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: wrapper.path)
+let beep = try BuiltinBeep.sound(cacheDirectory: work.path)
+let player = SubprocessSoundPlayer(player: AudioPlayerCommand(program: .aplay, executable: wrapper.path, device: "null"), logger: logger)
+let alarmStamps = Stamps()
+let motor = ForceFeedbackCandidate(sysname: "event5", devnode: "/dev/input/event5", name: "gpio-vibrator",
+                                   capabilities: ForceFeedbackCapabilities(codes: [Int(FF_RUMBLE), Int(FF_GAIN)]), tagged: true)
+let alarmHaptics = ForceFeedbackHaptics(finder: StaticVibraFinder(motor), io: TimingEvdevIO(stamps: alarmStamps),
+                                        sleep: { try await Task.sleep(for: $0) }, logger: logger)
+var soundMs: [Double] = []
+for i in 0..<runs {
+    let dir = work.appendingPathComponent("run-\(i)")
+    let db = try DoseTapDatabase(directory: dir)
+    // A zone whose next minute starts 1–2 s from now.
+    let t = Date().timeIntervalSince1970
+    let offset = Int((59 - t.truncatingRemainder(dividingBy: 60)).rounded(.down)) % 60
+    let zone = TimeZone(secondsFromGMT: offset)!
+    let clock = ZoneClock(zone: zone)
+    let due = Date(timeIntervalSince1970: ((t + Double(offset)) / 60).rounded(.up) * 60 - Double(offset))
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = zone
+    let time = try TimeOfDay(hour: calendar.component(.hour, from: due), minute: calendar.component(.minute, from: due))
+    _ = try AlarmRepository(database: db).add(try Alarm(id: 0, time: time, label: "bench", haptics: .strong), now: Date())
+    alarmStamps.due.withLock { $0 = due }
+    let devices = FeedbackDevices(haptics: alarmHaptics, catalog: FixedSoundCatalog([]), player: player, beep: beep, desktop: nil)
+    let store = DataStore(database: db)
+    let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: db), clock: clock, logger: logger)
+    let service = AlarmService(store: store, alarms: AlarmUseCases(store: store, clock: clock, battery: { nil }), ringer: ringer,
+                               clock: clock, logger: logger, events: nil, databaseChanges: nil)
+    let task = Task { try await service.run() }
+    while alarmStamps.vibrated.withLock({ $0.count }) <= i || (try? String(contentsOf: stampFile, encoding: .utf8))?.split(separator: "\n").count ?? 0 <= i {
+        try await Task.sleep(for: .milliseconds(5))
+        if Date().timeIntervalSince(due) > 5 { throw FixtureError("alarm \(i) never rang") }
+    }
+    let started = (try String(contentsOf: stampFile, encoding: .utf8)).split(separator: "\n").last.flatMap { Double($0) } ?? .nan
+    soundMs.append((started - due.timeIntervalSince1970) * 1000)
+    service.stop(by: .cli)
+    task.cancel()
+    _ = await task.result
+    await player.stopAndWait()
+    try await Task.sleep(for: .milliseconds(1500)) // let the vibration pattern finish before the next run
+}
+let alarmVibration = alarmStamps.vibrated.withLock { $0 }
+print("")
+print("Alarm latency over \(runs) alarms (ms from due)")
+print("| measure | p50 | p99 | max |")
+print("|---|---|---|---|")
+for (name, values) in [("sound: player process started (aplay on ALSA null, via a stamping wrapper)", soundMs),
+                       ("vibration started (first EV_FF play write)", alarmVibration)] {
+    print(String(format: "| %@ | %.1f | %.1f | %.1f |", name, percentile(values, 0.5), percentile(values, 0.99), values.max() ?? .nan))
 }
