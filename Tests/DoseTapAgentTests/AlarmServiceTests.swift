@@ -153,6 +153,31 @@ struct AlarmServiceTests {
         }
     }
 
+    @Test("global sound off, or the alarm event's chime off: the alarm still rings, with the built-in beep; its own sound and intensity win")
+    func alwaysHeard() async throws {
+        try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
+            let w = try world(bus: bus)
+            var settings = FeedbackSettings(global: GlobalFeedback(sound: .off))
+            settings.set(.alarm, EventFeedback(chime: false))
+            try SettingsRepository(database: w.database).saveFeedback(settings)
+            try add(w, "06:30")
+            _ = await setAndTick(w, "06:30:00")
+            #expect(try await eventually { !w.player.sounds.isEmpty })
+            #expect(w.player.sounds.first == Self.beep)
+            #expect(w.haptics.patterns.isEmpty, "the event's chime is off: no vibration unless the alarm has its own intensity")
+            _ = try w.cli.stopRinging(by: .cli)
+            _ = await w.service.tick()
+
+            let own = try AlarmRepository(database: w.database).add(try Alarm(id: 0, time: try TimeOfDay(parsing: "06:45"), label: "Own",
+                                                                               sound: "bell", haptics: .light), now: at("06:31:00"))
+            _ = await setAndTick(w, "06:45:00")
+            #expect(try await eventually { w.player.sounds.last == Self.bell && w.haptics.patterns.last == HapticIntensity.light.pattern })
+            _ = own
+            _ = try w.cli.stopRinging(by: .cli)
+            _ = await w.service.tick()
+        }
+    }
+
     @Test("Stop from the command line: the sound stops, the notification closes, a once alarm turns off; stopping again is an error")
     func stopFromCLI() async throws {
         try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in

@@ -62,7 +62,7 @@ public final class AlarmRinger: Sendable {
         let capabilities = devices.capabilities(logger: logger)
         // The alarm is never muted by quiet mode (`FeedbackEvent.alarm.bypassesQuiet`).
         let plan = FeedbackResolver.resolve(.alarm, settings: stored, quiet: false, capabilities: capabilities)
-        var sound = plan.sound
+        var sound = plan.chime ? plan.sound : nil
         if let name = alarm.sound {
             if let own = capabilities.sounds[name] {
                 sound = own
@@ -71,10 +71,15 @@ public final class AlarmRinger: Sendable {
                                metadata: ["alarm": "\(alarm.id)", "sound": "\(DisplayText.escaped(name))"])
             }
         }
-        var haptics = plan.haptics
+        var haptics = plan.chime ? plan.haptics : nil
         if let intensity = alarm.haptics, devices.haptics.isSupported { haptics = intensity.pattern }
-        if !plan.chime { logger.warning("the alarm event's feedback is off (dosetap sounds): the alarm rings with its notification only") }
-        return plan.chime ? (sound, haptics) : (nil, nil)
+        if sound == nil {
+            // An alarm that is on is heard: with the alarm event's chime or sound turned off, the built-in beep.
+            logger.warning("the alarm event has no sound (dosetap feedback): ringing with the built-in beep; turn the alarm off to silence it",
+                           metadata: ["alarm": "\(alarm.id)"])
+            sound = capabilities.beep
+        }
+        return (sound, haptics)
     }
 
     /// Starts ringing. Returns once the loops have started and the notification is shown.
