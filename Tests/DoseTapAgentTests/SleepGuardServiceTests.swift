@@ -167,6 +167,9 @@ struct SleepGuardServiceTests {
             // Then logind's own: the only one that counts.
             try await MockLogind.emit(c, [.bool(true)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).isEmpty })
+            // A resume after it: once the lock is back, every signal before it has been handled.
+            try await MockLogind.emit(c, [.bool(false)])
+            #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).count == 1 })
             #expect(wake.armed == [target], "only logind's well-formed signal armed the wake-up")
             #expect(MockLogind.count(logs, "malformed PrepareForSleep signal dropped") == 2)
             #expect(MockLogind.count(logs, "PrepareForSleep from a sender that is not logind dropped") == 1)
