@@ -1,5 +1,7 @@
 import DoseTapTesting
 import Foundation
+import Subprocess
+import SystemPackage
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -90,6 +92,38 @@ struct WakeWarningCLITests {
             #expect(added.exitCode == 0, "\(added.err)")
             #expect(added.out == "Added alarm: 1  05:30  once  \"Alarm\"  next Tue 2026-05-05 05:30\n"
                 + "This machine may sleep through the alarm: the agent lacks it\\x1b[2J. Fix: do the thing\n", "\(added.out)")
+        }
+    }
+
+    @Test("end to end: an agent without a way to wake logs the line and records it; the CLI, which could wake, says the agent's")
+    func realAgent() async throws {
+        let cli = try CLI()
+        let added = try await cli.run(["alarm", "add", "06:30", "--repeat", "daily"])
+        #expect(added.exitCode == 0, "\(added.err)")
+        let machine = Fixtures.root.appendingPathComponent("power_supply/ac-online.umockdev").path
+        var argv = ["/usr/bin/umockdev-run", "-d", machine, "--"]
+        if getuid() == 0 { argv += ["/usr/bin/setpriv", "--bounding-set=-wake_alarm", "--inh-caps=-wake_alarm"] }
+        argv += [CLI.binary, "agent"]
+        let buffer = LineBuffer()
+        let result = try await Subprocess.run(.path(FilePath(argv[0])), arguments: Arguments(Array(argv.dropFirst())),
+                                              environment: cli.environment(), input: .none, output: .discarded,
+                                              error: .sequence) { execution in
+            let reader = Task {
+                for try await line in execution.standardError.strings() { buffer.append(line) }
+            }
+            #expect(await buffer.wait(for: Self.line, timeout: 15) != nil, "\(buffer.all.joined(separator: "\n"))")
+            // The CLI itself (root in CI) could wake the machine: it reports the running agent's finding.
+            let list = try await cli.run(["alarm", "list"])
+            #expect(list.out.hasPrefix("\(Self.line)\n"), "\(list.out)")
+            try execution.send(signal: .terminate)
+            _ = try? await reader.value
+        }
+        #expect(result.terminationStatus == .exited(0))
+        #expect(buffer.count(Self.line) == 1, "said once at start")
+        // The agent gone: the CLI's own check (as root with CAP_WAKE_ALARM: no line).
+        if getuid() == 0 {
+            let after = try await cli.run(["alarm", "list"])
+            #expect(!after.out.contains("may sleep through"), "\(after.out)")
         }
     }
 }
