@@ -6,7 +6,7 @@
 set -euo pipefail
 
 run_packages=(pkg-config libudev-dev libsqlite3-dev libdbus-1-dev linux-libc-dev)
-test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime sqlite3 python3 dbus-daemon dbus-bin python3-dbusmock sox libsox-fmt-all alsa-utils sound-theme-freedesktop python3-venv)
+test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime sqlite3 python3 dbus-daemon dbus-bin python3-dbusmock sox libsox-fmt-all alsa-utils sound-theme-freedesktop python3-venv util-linux)
 
 packages=("${run_packages[@]}")
 if [[ "${1:-run}" == test ]]; then

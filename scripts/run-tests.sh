@@ -9,7 +9,7 @@ for tool in umockdev-wrapper umockdev-run faketime sqlite3 python3; do
 done
 
 /usr/bin/python3 -c 'import dbusmock' 2>/dev/null || { echo "run-tests: python3-dbusmock is missing for /usr/bin/python3" >&2; exit 1; }
-for tool in dbus-daemon dbus-send sox; do
+for tool in dbus-daemon dbus-send sox setpriv; do
   command -v "$tool" >/dev/null || { echo "run-tests: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
 done
 
@@ -70,7 +70,9 @@ fi
 # run beside them); every other test runs in a second process without the preload. The end-to-end
 # tests start `umockdev-run` themselves.
 umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
-swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures
+# The sleep guard writing a umockdev RTC's wakealarm (DoseTapAgentTests): its own testbed, its own process.
+umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
+swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures
 [[ -z ${DOSETAP_SANITIZER:-} ]] || exit 0
 
 # The dose log under SIGKILL, briefly (scripts/crash-safety.sh 300 is the full run, see docs/performance.md).

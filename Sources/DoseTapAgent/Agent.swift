@@ -119,6 +119,11 @@ public enum Agent {
                 doses: doses, samples: history, events: events,
                 clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes(), alarms: alarms)))
         }
+        // Waking from suspend for the next alarm or reminder (docs/alarms.md); its finding is recorded for the CLI.
+        services.append(.init(service: SleepGuardService(
+            connect: { try DBusConnection(bus: .system, logger: logger) }, wake: LinuxWakeAlarm(),
+            nextWake: nextWake(alarms: AlarmRepository(database: database), doses: repository, clock: SystemClock(), logger: logger),
+            status: WakeStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger), clock: SystemClock(), logger: logger)))
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval, clock: TimerFDScheduler.shared)))
         }

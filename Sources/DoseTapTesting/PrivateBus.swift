@@ -63,6 +63,7 @@ public enum PrivateBus {
         switch template {
         case "notification_daemon": "org.freedesktop.Notifications"
         case "bluez5": "org.bluez"
+        case "logind": "org.freedesktop.login1"
         default: template
         }
     }

@@ -77,6 +77,7 @@ struct AlarmCommand: ParsableCommand {
             }
             StandardOutput.markCommitted("added alarm \(view.alarm.id)")
             AlarmCommand.show(view, verb: "Added alarm", json: json)
+            AlarmCommand.warnIfMaySleep([view], json: json, location: location)
         }
     }
 
@@ -87,6 +88,7 @@ struct AlarmCommand: ParsableCommand {
 
         func run() throws {
             let (alarms, unusable) = try failing { try AlarmCommand.useCases(location).list() }
+            AlarmCommand.warnIfMaySleep(alarms, json: json, location: location)
             if json {
                 printLine(JSON.array(alarms.map { $0.json() }).text)
                 return
@@ -106,6 +108,7 @@ struct AlarmCommand: ParsableCommand {
         let view = try failing { try AlarmCommand.useCases(location).setEnabled(id: id.value, on) }
         StandardOutput.markCommitted("alarm \(id) \(on ? "on" : "off")")
         AlarmCommand.show(view, verb: on ? "On" : "Off", json: json)
+        AlarmCommand.warnIfMaySleep([view], json: json, location: location)
     }
 
     struct On: ParsableCommand {
@@ -147,6 +150,7 @@ struct AlarmCommand: ParsableCommand {
             }
             StandardOutput.markCommitted("alarm \(id) changed")
             AlarmCommand.show(view, verb: "Changed alarm", json: json)
+            AlarmCommand.warnIfMaySleep([view], json: json, location: location)
         }
     }
 

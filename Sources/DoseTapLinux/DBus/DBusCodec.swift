@@ -51,10 +51,11 @@ enum DBusCodec {
         case DOSETAP_DBUS_TYPE_DOUBLE:
             var v: Double = 0; dbus_message_iter_get_basic(&iter, &v); return .double(v)
         case DOSETAP_DBUS_TYPE_UNIX_FD:
-            // Never used by DoseTap; the descriptor is closed, not leaked.
+            // libdbus hands out a duplicate (close-on-exec) that the caller owns: the box closes it unless
+            // someone takes it. An index with no descriptor attached comes back as -1.
             var fd: Int32 = -1; dbus_message_iter_get_basic(&iter, &fd)
-            if fd >= 0 { close(fd) }
-            throw .local("unexpected file descriptor in message")
+            guard fd >= 0 else { throw .local("file descriptor missing from the message") }
+            return .unixFD(DBusUnixFD(owning: fd))
         case DOSETAP_DBUS_TYPE_STRING, DOSETAP_DBUS_TYPE_OBJECT_PATH, DOSETAP_DBUS_TYPE_SIGNATURE:
             var p: UnsafePointer<CChar>?
             dbus_message_iter_get_basic(&iter, &p)
@@ -177,6 +178,12 @@ enum DBusCodec {
             guard isValidObjectPath(s) else { throw .local("invalid object path '\(s.prefix(64))'") }
             try appendString(&iter, DOSETAP_DBUS_TYPE_OBJECT_PATH, s)
         case .signature(let s): try appendString(&iter, DOSETAP_DBUS_TYPE_SIGNATURE, s)
+        case .unixFD(let box):
+            // libdbus duplicates the descriptor into the message: the box keeps its own.
+            try box.withDescriptor { (fd: Int32?) throws(DBusError) in
+                guard let fd else { throw .local("cannot send a file descriptor that was closed") }
+                try appendBasic(&iter, DOSETAP_DBUS_TYPE_UNIX_FD, fd)
+            }
         case .variant(let inner):
             try container(&iter, DOSETAP_DBUS_TYPE_VARIANT, inner.signature) { (sub: inout DBusMessageIter) throws(DBusError) in
                 try encode(inner, into: &sub, depth: depth + 1)

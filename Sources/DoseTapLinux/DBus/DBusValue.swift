@@ -1,6 +1,11 @@
 import Foundation
-/// A D-Bus value with its type. Covers what BlueZ and the notification daemon use: basic types,
-/// arrays (`ay`, `as`, `ao`), dictionaries (`a{sv}`, `a{qv}`, `a{oa{sa{sv}}}`), variants and structs.
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+/// A D-Bus value with its type. Covers what BlueZ, the notification daemon and logind use: basic types,
+/// arrays (`ay`, `as`, `ao`), dictionaries (`a{sv}`, `a{qv}`, `a{oa{sa{sv}}}`), variants, structs and file
+/// descriptors (`h`, owned by a `DBusUnixFD`).
 public indirect enum DBusValue: Sendable, Equatable, Hashable, CustomStringConvertible {
     case byte(UInt8)
     case bool(Bool)
@@ -14,6 +19,9 @@ public indirect enum DBusValue: Sendable, Equatable, Hashable, CustomStringConve
     case string(String)
     case objectPath(String)
     case signature(String)
+    /// A file descriptor (`h`: logind's `Inhibit` returns one). The box owns it and closes it when the last
+    /// copy of the value is gone, unless someone `take()`s it first; sending it sends a duplicate.
+    case unixFD(DBusUnixFD)
     /// An array of values of one type (`elementSignature`), possibly empty.
     case array(elementSignature: String, [DBusValue])
     /// A dictionary (`a{KV}`): ordered entries, keys of a basic type.
@@ -36,6 +44,7 @@ public indirect enum DBusValue: Sendable, Equatable, Hashable, CustomStringConve
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
+        case .unixFD: "h"
         case .array(let element, _): "a" + element
         case .dictionary(let k, let v, _): "a{" + k + v + "}"
         case .variant: "v"
@@ -57,6 +66,7 @@ public indirect enum DBusValue: Sendable, Equatable, Hashable, CustomStringConve
         case .string(let v): "\"\(v)\""
         case .objectPath(let v): v
         case .signature(let v): "g\"\(v)\""
+        case .unixFD(let fd): "\(fd)"
         case .array(_, let items): "[" + items.map(\.description).joined(separator: ", ") + "]"
         case .dictionary(_, _, let entries): "{" + entries.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
         case .variant(let v): "<\(v)>"
@@ -131,6 +141,12 @@ public indirect enum DBusValue: Sendable, Equatable, Hashable, CustomStringConve
         return out
     }
 
+    /// `h` as its owning box.
+    public var unixFD: DBusUnixFD? {
+        if case .unixFD(let fd) = unwrapped { return fd }
+        return nil
+    }
+
     public var array: [DBusValue]? {
         if case .array(_, let items) = unwrapped { return items }
         return nil
@@ -158,6 +174,47 @@ public indirect enum DBusValue: Sendable, Equatable, Hashable, CustomStringConve
         }
         return out
     }
+}
+
+/// A file descriptor received from (or to be sent on) the bus, owned: closed exactly once — by `close()`,
+/// or when the last reference goes away — unless `take()` hands it to a new owner first. Equal only to
+/// itself (two boxes never own the same descriptor).
+public final class DBusUnixFD: Sendable, Hashable, CustomStringConvertible {
+    /// -1 once closed or taken.
+    private let descriptor: Mutex<Int32>
+
+    /// Takes ownership of `fd` (it will be closed by this box).
+    public init(owning fd: Int32) {
+        descriptor = Mutex(fd)
+    }
+
+    deinit { close() }
+
+    /// Whether this box still owns an open descriptor.
+    public var isOpen: Bool { descriptor.withLock { $0 >= 0 } }
+
+    /// Runs `body` with the descriptor while it cannot be closed by another thread (nil when already closed
+    /// or taken). Do not close it in `body`.
+    public func withDescriptor<E: Error>(_ body: (Int32?) throws(E) -> Void) throws(E) {
+        try descriptor.withLock { (fd: inout Int32) throws(E) in try body(fd >= 0 ? fd : nil) }
+    }
+
+    /// Hands the descriptor over: the caller owns it from now on (nil when it was closed or taken already).
+    public func take() -> Int32? {
+        descriptor.withLock { fd in
+            defer { fd = -1 }
+            return fd >= 0 ? fd : nil
+        }
+    }
+
+    /// Closes the descriptor (once: later calls do nothing).
+    public func close() {
+        if let fd = take() { _ = Glibc.close(fd) }
+    }
+
+    public static func == (a: DBusUnixFD, b: DBusUnixFD) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    public var description: String { descriptor.withLock { $0 >= 0 ? "fd \($0)" : "fd (closed)" } }
 }
 
 public struct DBusDictEntry: Sendable, Equatable, Hashable {

@@ -1,0 +1,126 @@
+import DoseTapCore
+import DoseTapLinux
+import Foundation
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the running agent found it can use to wake the machine, for the command line.
+///
+/// The CLI is not the agent: the agent may hold `CAP_WAKE_ALARM` (`AmbientCapabilities=` in its unit) while
+/// a shell does not, or the other way round. So the agent records its own finding in `wake-status.json` in
+/// the data directory and holds an exclusive `flock` on that file for as long as it runs. The CLI trusts
+/// the record only while the file is locked (an agent is running: a file left by a dead agent is unlocked),
+/// and otherwise checks for itself — what an agent started the same way as the CLI would find.
+public struct WakeStatusFile: Sendable {
+    public static let name = "wake-status.json"
+    public let url: URL
+
+    public init(dataDirectory: URL) {
+        url = dataDirectory.appendingPathComponent(Self.name)
+    }
+
+    /// The agent's side: the file, locked for this process's lifetime (until the recorder goes away).
+    /// Throws when it cannot be opened or another agent holds it.
+    public func hold() throws -> Recorder {
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw WakeStatusError(description: "cannot open \(url.path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = errno == EWOULDBLOCK ? "another agent holds it" : String(cString: strerror(errno))
+            close(fd)
+            throw WakeStatusError(description: "cannot lock \(url.path): \(reason)")
+        }
+        return Recorder(fd: fd)
+    }
+
+    /// `hold()`, or nil with the reason logged (the command line then checks for itself).
+    public func hold(logger: Logger) -> Recorder? {
+        do {
+            return try hold()
+        } catch {
+            logger.notice("cannot record how the machine is woken for the command line; it will check for itself",
+                          metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Writes the agent's finding into the file it holds locked.
+    public final class Recorder: Sendable {
+        private let fd: Mutex<Int32>
+
+        init(fd: Int32) { self.fd = Mutex(fd) }
+        deinit { fd.withLock { if $0 >= 0 { close($0) } } }
+
+        public func record(_ capability: Result<WakeMethod, WakeUnavailable>, now: Date = Date()) {
+            let bytes = Array(WakeStatusFile.encode(capability, pid: getpid(), now: now).utf8)
+            fd.withLock { fd in
+                guard fd >= 0, ftruncate(fd, 0) == 0 else { return }
+                _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            }
+        }
+    }
+
+    static func encode(_ capability: Result<WakeMethod, WakeUnavailable>, pid: Int32, now: Date) -> String {
+        var fields: [(String, JSON)] = [("pid", .int(Int(pid))), ("checkedAt", .string(now.rfc3339(in: TimeZone(identifier: "UTC")!)))]
+        switch capability {
+        case .success(.alarmTimer): fields += [("method", .string("alarmTimer"))]
+        case .success(.rtc(let path)): fields += [("method", .string("rtc")), ("rtcPath", .string(path))]
+        case .failure(let u): fields += [("method", .null), ("reason", .string(u.reason)), ("fix", .string(u.fix))]
+        }
+        return JSON.object(fields).text + "\n"
+    }
+
+    /// The command line's side: the running agent's finding, or nil when no agent holds the file (none
+    /// running, or the file is missing or unreadable).
+    public func readFromRunningAgent() -> Result<WakeMethod, WakeUnavailable>? {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            // Nobody holds it: whatever it says is a dead agent's.
+            flock(fd, LOCK_UN)
+            return nil
+        }
+        guard errno == EWOULDBLOCK else { return nil }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while data.count < 65536 {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        return Self.decode(data)
+    }
+
+    static func decode(_ data: Data) -> Result<WakeMethod, WakeUnavailable>? {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        switch object["method"] {
+        case let method as String where method == "alarmTimer": return .success(.alarmTimer)
+        case let method as String where method == "rtc":
+            guard let path = object["rtcPath"] as? String else { return nil }
+            return .success(.rtc(path: path))
+        case is NSNull:
+            guard let reason = object["reason"] as? String, let fix = object["fix"] as? String else { return nil }
+            return .failure(WakeUnavailable(reason: reason, fix: fix))
+        default: return nil
+        }
+    }
+}
+
+/// The status file could not be taken.
+public struct WakeStatusError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+/// Whether the machine can be woken for the alarms, as the command line tells it.
+public enum WakeCheck {
+    /// The running agent's finding (see `WakeStatusFile`), else this process's own check; nil when waking works.
+    public static func problem(dataDirectory: URL, own: @autoclosure () -> any WakeAlarm = LinuxWakeAlarm()) -> WakeUnavailable? {
+        let capability = WakeStatusFile(dataDirectory: dataDirectory).readFromRunningAgent() ?? own().capability()
+        if case .failure(let problem) = capability { return problem }
+        return nil
+    }
+}
