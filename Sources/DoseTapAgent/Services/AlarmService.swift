@@ -27,11 +27,6 @@ public protocol RingingAlarmControl: Sendable {
 public final class AlarmService: Service, RingingAlarmControl, Sendable, CustomStringConvertible {
     public var description: String { "AlarmService" }
 
-    private enum Input: Sendable {
-        case changed
-        case timer
-    }
-
     private struct State {
         var ringing: AlarmRinger.Ringing?
         var endedAt: Date?
@@ -46,8 +41,7 @@ public final class AlarmService: Service, RingingAlarmControl, Sendable, CustomS
     private let logger: Logger
     private let events: EventBus?
     private let databaseChanges: AsyncStream<Void>?
-    private let inputs: AsyncStream<Input>
-    private let continuation: AsyncStream<Input>.Continuation
+    private let loop: PlanningLoop
     private let state = Mutex(State())
 
     public init(store: DataStore, alarms: AlarmUseCases, ringer: AlarmRinger, clock: any Scheduling, logger: Logger,
@@ -59,11 +53,11 @@ public final class AlarmService: Service, RingingAlarmControl, Sendable, CustomS
         self.logger = logger
         self.events = events
         self.databaseChanges = databaseChanges
-        (inputs, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(16))
+        loop = PlanningLoop(clock: clock)
     }
 
     /// Look again now (a change made in this process, a test).
-    public func poke() { continuation.yield(.changed) }
+    public func poke() { loop.poke() }
 
     /// The next alarm or snooze due (nil when none is set), for the wake-up from suspend.
     public var nextAt: Date? { state.withLock { $0.nextAt } }
@@ -103,46 +97,12 @@ public final class AlarmService: Service, RingingAlarmControl, Sendable, CustomS
     }
 
     public func run() async throws {
-        let continuation = self.continuation
-        let pump = Task { [databaseChanges] in
-            guard let databaseChanges else { return }
-            for await _ in databaseChanges { continuation.yield(.changed) }
-        }
-        let changes = Task { [events] in
-            guard let stream = events?.subscribe() else { return }
-            for await event in stream {
-                switch event {
-                case .settingsChanged, .alarmEnded: continuation.yield(.changed)
-                default: break
-                }
+        await loop.run(databaseChanges: databaseChanges, events: events, replanOn: { event in
+            switch event {
+            case .settingsChanged, .alarmEnded: true
+            default: false
             }
-        }
-        var timer: Task<Void, Never>?
-        defer {
-            pump.cancel()
-            changes.cancel()
-            timer?.cancel()
-        }
-        func arm(_ next: Date?) {
-            timer?.cancel()
-            timer = nil
-            guard let next else { return }
-            timer = Task { [clock] in
-                switch await clock.sleep(until: next) {
-                case .due: continuation.yield(.timer)
-                case .clockChanged: continuation.yield(.changed)
-                case .cancelled: break
-                }
-            }
-        }
-        arm(await tick())
-        await withGracefulShutdownHandler {
-            for await _ in inputs {
-                arm(await tick())
-            }
-        } onGracefulShutdown: {
-            continuation.finish()
-        }
+        }, plan: { await tick() })
         if let ringing = state.withLock({ $0.ringing }) {
             // Shutting down while it rings: the sound stops with the agent; the row stays `ringing`, so the next
             // start (within ten minutes) rings it again.

@@ -11,11 +11,6 @@ import Synchronization
 public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     public var description: String { "DoseScheduler" }
 
-    enum Input: Sendable {
-        case changed
-        case timer
-    }
-
     struct State {
         var knownSession: UUID?
         var knownDose2 = false
@@ -30,8 +25,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     private let databaseChanges: AsyncStream<Void>?
     private let events: EventBus?
     private let onNightScheduled: @Sendable (NightSession) -> Void
-    private let inputs: AsyncStream<Input>
-    private let continuation: AsyncStream<Input>.Continuation
+    private let loop: PlanningLoop
     private let state = Mutex(State())
     /// A night closed this long after its close by a running agent is "window_expired"; later (the agent
     /// was not running, or the machine slept), "device_powered_off".
@@ -50,55 +44,20 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         self.logger = logger
         self.databaseChanges = databaseChanges
         startedAt = clock.now()
-        (inputs, continuation) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(8))
+        loop = PlanningLoop(clock: clock)
     }
 
     /// Look again now (a write this process made, a test).
     public func poke() {
-        continuation.yield(.changed)
+        loop.poke()
     }
 
     public func run() async throws {
-        let continuation = self.continuation
-        let pump = Task { [databaseChanges] in
-            guard let databaseChanges else { return }
-            for await _ in databaseChanges { continuation.yield(.changed) }
-        }
         // A dose recorded in this process (a button, a notification): plan again at once.
-        let recorded = Task { [events] in
-            guard let stream = events?.subscribe() else { return }
-            for await event in stream {
-                if case .doseRecorded = event { continuation.yield(.changed) }
-            }
-        }
-        var timer: Task<Void, Never>?
-        defer {
-            pump.cancel()
-            recorded.cancel()
-            timer?.cancel()
-        }
-        func arm(_ next: Date?) {
-            timer?.cancel()
-            timer = nil
-            guard let next else { return }
-            // The wall-clock instant itself: a clock step (NTP at boot, a manual date change) wakes the
-            // sleeper at once to plan again, so a reminder is never late by the size of the step.
-            timer = Task { [clock] in
-                switch await clock.sleep(until: next) {
-                case .due: continuation.yield(.timer)
-                case .clockChanged: continuation.yield(.changed)
-                case .cancelled: break
-                }
-            }
-        }
-        arm(tick())
-        await withGracefulShutdownHandler {
-            for await _ in inputs {
-                arm(tick())
-            }
-        } onGracefulShutdown: {
-            continuation.finish()
-        }
+        await loop.run(databaseChanges: databaseChanges, events: events, replanOn: { event in
+            if case .doseRecorded = event { return true }
+            return false
+        }, plan: { tick() })
     }
 
     /// One pass: fire what is due, close the night when it is over, and say when to look again.
