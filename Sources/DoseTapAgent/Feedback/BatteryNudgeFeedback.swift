@@ -20,7 +20,7 @@ public final class BatteryNudgeFeedback: Service, Sendable, CustomStringConverti
 
     public convenience init(events: EventBus, feedback: FeedbackNotifier) {
         self.init(events: events) { nudge in
-            await feedback.play(.batteryNudge, title: nudge.header, body: nudge.oneLine)
+            await feedback.play(.batteryNudge, title: nudge.header, body: nudge.fullText)
         }
     }
 
