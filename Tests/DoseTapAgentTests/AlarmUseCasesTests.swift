@@ -72,7 +72,7 @@ struct AlarmUseCasesTests {
         #expect(at.nudge?.headline == "Estimated battery at alarm: 4%")
         #expect(at.nudge?.powerOff == "This machine powers itself off at 4%.")
         #expect(at.detailLines == ["Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.", "This machine powers itself off at 4%."])
-        let above = try alarms.add(.init(time: "00:38")) // 3.633 h → 4.93 → 4 %? no: 34 − 29.07 = 4.93 → 4: also at it
+        let above = try alarms.add(.init(time: "00:38")) // 3.633 h: 34 − 29.07 = 4.93, rounded down to 4: still at the level
         #expect(above.nudge?.powerOff != nil)
         let justAbove = try alarms.add(.init(time: "00:37")) // 3.6167 h → 5.07 → 5 %: critical by the tiers, above 4
         #expect(justAbove.nudge?.severity == .critical)
