@@ -133,7 +133,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DoseTapLinuxTests",
-            dependencies: ["DoseTapLinux", "DoseTapTesting", "CUMockdev"],
+            // DoseTapAgent: the overnight re-check's umockdev test runs the battery monitor in UdevFixtures.
+            dependencies: ["DoseTapLinux", "DoseTapTesting", "CUMockdev", "DoseTapAgent"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -33,9 +33,17 @@ public enum Agent {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         // What happened, for every subscriber (the scheduler, the battery nudge; MQTT and the dashboard later).
         let events = EventBus()
+        // The level at which the machine stops itself (UPower's PercentageAction) counts as empty (#11).
+        let upower = UPowerConfigFiles.read()
+        for note in upower.notes { logger.notice("UPower configuration: \(note)") }
+        logger.info("power-off level", metadata: [
+            "percent": "\(PowerOffPolicy.percentText(upower.policy.percentage))",
+            "byTimeLeftSeconds": "\(upower.policy.timeLeftSeconds.map { "\(Int($0))" } ?? "no")",
+            "action": "\(upower.policy.action?.rawValue ?? "no UPower configuration")",
+        ])
         let monitor = BatteryMonitor(
             source: source, history: BatterySampleRepository(database: database), clock: TimerFDScheduler.shared,
-            configuration: configuration, logger: logger, events: events,
+            configuration: configuration, logger: logger, events: events, powerOff: upower.policy,
             onReady: {
                 logger.info("agent ready")
                 if notifier.notify("READY=1\nSTATUS=Watching the battery") {
@@ -65,7 +73,7 @@ public enum Agent {
         let repository = DoseRepository(database: database)
         let history = BatterySampleRepository(database: database)
         let doses = DoseUseCases(repository: repository, clock: SystemClock(),
-                                 battery: { try? BatteryStatus.read(source: source, history: history, now: Date()) },
+                                 battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
                                  events: events)
         let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(),
                                         logger: logger)
@@ -87,7 +95,8 @@ public enum Agent {
                                   logger: logger, events: events, databaseChanges: watcher?.changes())
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: alarms),
-            .init(service: BatteryNudgeFeedback(events: events, feedback: feedback)),
+            // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
+            .init(service: AlarmRiskMonitor(events: events, database: database, clock: SystemClock(), logger: logger, feedback: feedback)),
             .init(service: DoseInputFeedback(events: events, feedback: feedback)),
             .init(service: monitor),
             .init(service: scheduler),

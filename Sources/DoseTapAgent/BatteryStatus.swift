@@ -1,20 +1,29 @@
 import DoseTapCore
 import Foundation
 
-/// The battery as the CLI and the agent both report it: the combined state and its drain.
-public struct BatteryStatus: Sendable {
+/// The battery as the CLI and the agent both report it: the combined state, its drain, and the level at
+/// which the machine stops itself (UPower's `PercentageAction`), which counts as empty in every forecast.
+public struct BatteryStatus: Sendable, Equatable {
     public var state: PowerState
     public var drain: DrainEstimate
+    public var powerOff: PowerOffPolicy
 
-    public init(state: PowerState, drain: DrainEstimate) {
+    public init(state: PowerState, drain: DrainEstimate, powerOff: PowerOffPolicy = .upowerDefault) {
         self.state = state
         self.drain = drain
+        self.powerOff = powerOff
+    }
+
+    /// The forecast at `moment` with this battery, its drain and its power-off level.
+    public func forecast(at moment: Date, now: Date, momentName: String = "alarm") -> BatteryForecast {
+        BatteryForecast.make(state: state, drain: drain, at: moment, now: now, momentName: momentName, powerOff: powerOff)
     }
 
     /// Reads the supplies now and fits the drain from the recorded history when the hardware rate is
     /// not usable. The current reading joins the history for the fit but is not stored.
     public static func read(source: any PowerSupplySource, history: (any BatteryHistoryStore)?,
-                            now: Date, configuration: DrainEstimator.Configuration = .init()) throws -> BatteryStatus {
+                            now: Date, configuration: DrainEstimator.Configuration = .init(),
+                            powerOff: PowerOffPolicy = .upowerDefault) throws -> BatteryStatus {
         let state = PowerState(raw: try source.snapshot())
         var estimator = DrainEstimator(configuration: configuration)
         if state.hardwareDrainPercentPerHour == nil, state.present, !state.onAC, let history {
@@ -22,7 +31,7 @@ public struct BatteryStatus: Sendable {
             estimator = DrainEstimator(samples: stored.filter { $0.at <= now }, configuration: configuration)
             if let current = state.sample(at: now) { estimator.record(current) }
         }
-        return BatteryStatus(state: state, drain: estimator.estimate(for: state))
+        return BatteryStatus(state: state, drain: estimator.estimate(for: state), powerOff: powerOff)
     }
 
     /// Hours until empty at the estimated drain, or nil.

@@ -58,7 +58,7 @@ struct AlarmCommand: ParsableCommand {
             return
         }
         printLine("\(verb): \(view.line())")
-        if let nudge = view.nudge { printLine("\(nudge.header): \(nudge.oneLine)") }
+        for line in view.detailLines { printLine(line) }
     }
 
     struct Add: ParsableCommand {
@@ -96,7 +96,7 @@ struct AlarmCommand: ParsableCommand {
             if alarms.isEmpty && unusable.isEmpty { printLine("No alarms. Add one: dosetap alarm add 06:30 --repeat daily") }
             for view in alarms {
                 printLine(view.line())
-                if let nudge = view.nudge { printLine("   \(nudge.header): \(nudge.oneLine)") }
+                for line in view.detailLines { printLine("   \(line)") }
                 if let missed = view.missedAt { printLine("   Missed: \(missed.localClock())") }
             }
             for row in unusable { printLine("\(row.id)  unusable: \(DisplayText.escaped(row.reason))") }

@@ -40,7 +40,10 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, j
     case .recorded(_, let confirmation, _):
         if !json {
             printLine(confirmation)
-            if let nudge = submission.nudge { printLine(Terminal.colored(nudge.oneLine, nudge.color.rawValue)) }
+            if let nudge = submission.nudge {
+                printLine(Terminal.colored(nudge.oneLine, nudge.color.rawValue))
+                if let powerOff = nudge.powerOff { printLine(powerOff) }
+            }
         }
     case .refused(let refusal, _):
         if !json { StandardOutput.error("dosetap: \(refusal.message)\n") }

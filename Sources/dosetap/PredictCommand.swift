@@ -43,4 +43,5 @@ func printNudge(_ nudge: Nudge) {
     printLine(Terminal.colored(nudge.header, nudge.color.rawValue))
     printLine(nudge.headline)
     printLine(Terminal.colored(nudge.action, nudge.color.rawValue))
+    if let powerOff = nudge.powerOff { printLine(powerOff) }
 }

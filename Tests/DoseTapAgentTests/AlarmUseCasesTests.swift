@@ -61,6 +61,69 @@ struct AlarmUseCasesTests {
         #expect(try alarms.setEnabled(id: off.alarm.id, true).nudge?.severity == .critical)
     }
 
+    @Test("the power-off level counts as empty: at or below it critical with the fact, just above without it")
+    func powerOff() throws {
+        // 34 % at 8 %/h: 21:00 → 00:45 is 3.75 h → 4 %; → 00:30 is 3.5 h → 6 % (warning); PercentageAction 4 (action PowerOff).
+        var status = Self.draining
+        status.powerOff = PowerOffPolicy(percentage: 4, action: .powerOff)
+        let (alarms, _) = try useCases(battery: status)
+        let at = try alarms.add(.init(time: "00:45"))
+        #expect(at.nudge?.severity == .critical)
+        #expect(at.nudge?.headline == "Estimated battery at alarm: 4%")
+        #expect(at.nudge?.powerOff == "This machine powers itself off at 4%.")
+        #expect(at.detailLines == ["Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.", "This machine powers itself off at 4%."])
+        let above = try alarms.add(.init(time: "00:38")) // 3.633 h: 34 − 29.07 = 4.93, rounded down to 4: still at the level
+        #expect(above.nudge?.powerOff != nil)
+        let justAbove = try alarms.add(.init(time: "00:37")) // 3.6167 h → 5.07 → 5 %: critical by the tiers, above 4
+        #expect(justAbove.nudge?.severity == .critical)
+        #expect(justAbove.nudge?.powerOff == nil)
+        #expect(justAbove.detailLines.count == 1)
+        let warning = try alarms.add(.init(time: "00:30"))
+        #expect(warning.nudge?.severity == .warning)
+        #expect(warning.nudge?.powerOff == nil)
+    }
+
+    @Test("unknown drain: an enabled alarm says it cannot predict yet, never looks safe; off and safe alarms say nothing")
+    func unknownDrain() throws {
+        var status = Self.draining
+        status.drain = DrainEstimate(percentPerHour: nil, source: .unknown)
+        let (alarms, _) = try useCases(battery: status)
+        let on = try alarms.add(.init(time: "06:30"))
+        #expect(on.nudge == nil)
+        #expect(on.cannotPredict == "the drain is not known yet: no hardware rate and not enough history")
+        #expect(on.detailLines == ["Cannot predict the battery at this alarm yet: the drain is not known yet: no hardware rate and not enough history"])
+        let json = on.json(in: clock.timeZone).text
+        #expect(json.contains(#""nudge":null"#))
+        #expect(json.contains(#""forecast":{"risk":"unknown","reason":"the drain is not known yet: no hardware rate and not enough history"}"#))
+        let off = try alarms.add(.init(time: "06:30", enabled: false))
+        #expect(off.cannotPredict == nil)
+        #expect(off.detailLines.isEmpty)
+        #expect(!off.json(in: clock.timeZone).text.contains("forecast"))
+        #expect(try alarms.list().alarms.map { $0.cannotPredict != nil } == [true, false])
+        // Turned on: the answer says it too.
+        #expect(try alarms.setEnabled(id: off.alarm.id, true).cannotPredict != nil)
+        // The same alarms on AC: safe, so nothing at all.
+        let (plugged, _) = try useCases(battery: BatteryStatus(state: PowerState(raw: [.battery(status: "Charging"), .mains(online: true)]),
+                                                                drain: DrainEstimate(percentPerHour: nil, source: .unknown)))
+        let safe = try plugged.add(.init(time: "06:30"))
+        #expect(safe.nudge == nil && safe.cannotPredict == nil && safe.detailLines.isEmpty)
+        #expect(!safe.json(in: clock.timeZone).text.contains("forecast"))
+    }
+
+    @Test("several alarms: only the at-risk ones carry a nudge, every tier at once")
+    func severalTiers() throws {
+        var status = Self.draining
+        status.powerOff = PowerOffPolicy(percentage: 2)
+        let (alarms, _) = try useCases(battery: status)
+        // 21:30 safe (30 %), 23:00 warning (18 %), 00:30 warning (6 %), 00:45 critical (4 %), 03:00 critical 0 % at the power-off level.
+        for time in ["21:30", "23:00", "00:30", "00:45", "03:00"] { _ = try alarms.add(.init(time: time)) }
+        _ = try alarms.add(.init(time: "03:00", enabled: false))
+        let listed = try alarms.list().alarms
+        #expect(listed.map { $0.nudge?.severity } == [nil, .warning, .warning, .critical, .critical, nil])
+        #expect(listed.map { $0.nudge?.powerOff != nil } == [false, false, false, false, true, false])
+        #expect(listed.map(\.cannotPredict) == Array(repeating: nil, count: 6))
+    }
+
     @Test("bad input stores nothing: a bad time, repeat or label, an unknown id")
     func badInput() throws {
         let (alarms, _) = try useCases()

@@ -225,7 +225,7 @@ struct DoseInputFeedbackTests {
         #expect(DoseInputFeedback.cue(for: .doseRefused(refusal, source: .button)) ==
                 DoseInputFeedback.Cue(event: .actionRejected, title: refusal.message, body: ""))
         #expect(DoseInputFeedback.cue(for: .doseRefused(refusal, source: .cli)) == nil)
-        #expect(DoseInputFeedback.cue(for: .batteryRisk(nil)) == nil)
+        #expect(DoseInputFeedback.cue(for: .settingsChanged) == nil)
     }
 
     @Test("a Dose 1 with the battery nudge plays it as the body of the confirmation")

@@ -39,6 +39,25 @@ struct DoseUseCasesTests {
         #expect(submission.nudge?.headline == "Estimated battery at reminder: 12%")
     }
 
+    @Test("the reminder's nudge counts the machine's power-off level like the alarm's: at it critical with the fact, above it not")
+    func reminderPowerOff() throws {
+        // 12 % predicted at the reminder: a warning with UPower's 2 %; critical, and said, with PercentageAction=12
+        // (valid in UPower beside, say, PercentageLow=30 and PercentageCritical=15).
+        var status = Self.draining
+        status.powerOff = PowerOffPolicy(percentage: 12, action: .powerOff)
+        let (cases, _) = try useCases(battery: status)
+        let at = try cases.submit(.take(confirmLate: false), source: .cli)
+        #expect(at.nudge?.severity == .critical)
+        #expect(at.nudge?.header == "Alarm at Risk")
+        #expect(at.nudge?.headline == "Estimated battery at reminder: 12%")
+        #expect(at.nudge?.powerOff == "This machine powers itself off at 12%.")
+        status.powerOff = PowerOffPolicy(percentage: 11.5)
+        let (above, _) = try useCases(battery: status)
+        let warning = try above.submit(.take(confirmLate: false), source: .cli)
+        #expect(warning.nudge?.severity == .warning)
+        #expect(warning.nudge?.powerOff == nil)
+    }
+
     @Test("no nudge when it will last, when plugged in, without a battery reader, and never for Dose 2")
     func noNudge() throws {
         for battery in [Self.lowDrain, Self.plugged] {

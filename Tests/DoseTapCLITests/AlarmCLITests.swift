@@ -25,12 +25,74 @@ struct AlarmCLITests {
         #expect(nudge["header"] as? String == "Alarm at Risk")
         #expect(nudge["headline"] as? String == "Estimated battery at alarm: 0%")
         #expect(nudge["action"] as? String == "Plug in now.")
-        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action"])
+        // 0 % is at or below the power-off level (UPower's default 2 % here: no UPower.conf): said as an extra key.
+        #expect(nudge["powerOff"] as? String == "This machine powers itself off at 2%.")
+        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "powerOff"])
 
-        // Text: the line, then the nudge.
+        // Text: the line, then the nudge and the power-off fact.
         let text = try await cli.run(["alarm", "list"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
         #expect(text.exitCode == 0, "\(text.err)")
-        #expect(text.out == "1  06:30  daily  \"Work\"  next Sun 2026-11-01 06:30\n   Alarm at Risk: Estimated battery at alarm: 0% — Plug in now.\n")
+        #expect(text.out == "1  06:30  daily  \"Work\"  next Sun 2026-11-01 06:30\n   Alarm at Risk: Estimated battery at alarm: 0% — Plug in now.\n"
+            + "   This machine powers itself off at 2%.\n")
+    }
+
+    /// ac-offline: 62 % at 11.898 %/h. 21:00 → 01:50 is 4.83 h: 62 − 57.5 = 4.49 → 4 %.
+    @Test("the power-off level of UPower.conf and its drop-ins counts as empty: at it the nudge says so, just above it does not")
+    func powerOffLevel() async throws {
+        let cli = try CLI()
+        // No UPower configuration: 2 %; 4 % is critical by the tiers, no power-off line.
+        let plain = try await cli.run(["alarm", "add", "01:50"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+        #expect(plain.out == "Added alarm: 1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
+            + "Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n", "\(plain.err)")
+        // PercentageAction=4 with CriticalPowerAction=PowerOff: at the level.
+        try cli.writeUPower("[UPower]\nPercentageLow=20\nPercentageCritical=5\nPercentageAction=4\nCriticalPowerAction=PowerOff\n")
+        let at = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+        #expect(at.out == "1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
+            + "   Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n   This machine powers itself off at 4%.\n", "\(at.err)")
+        // A drop-in lowers it to 3: just above, no power-off line; `battery --alarm` uses the same value.
+        try cli.writeUPower(nil, dropIns: ["50-local.conf": "[UPower]\nPercentageAction=3\n"])
+        let above = try await cli.run(["alarm", "list", "--json"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(above.out.utf8)) as? [[String: Any]])
+        let nudge = try #require(listed.first?["nudge"] as? [String: Any])
+        #expect(nudge["severity"] as? String == "critical")
+        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action"])
+        // A later drop-in (by name) raises it to 4.5 and names hibernation; the battery command agrees.
+        try cli.writeUPower(nil, dropIns: ["60-more.conf": "[UPower]\nPercentageAction=4.5\nCriticalPowerAction=Hibernate\n"])
+        let battery = try await cli.run(["battery", "--alarm", "01:50", "--json"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+        let forecast = try cli.json(battery.out)
+        #expect(forecast["risk"] as? String == "critical")
+        #expect((forecast["nudge"] as? [String: Any])?["powerOff"] as? String == "This machine hibernates at 4.5%.")
+        let text = try await cli.run(["alarm", "on", "1"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+        #expect(text.out.hasSuffix("This machine hibernates at 4.5%.\n"), "\(text.out)")
+        // Garbage in UPower.conf.d: ignored, the earlier values count (4.5 % of 60-more.conf stays).
+        try cli.writeUPower(nil, dropIns: ["70-bad.conf": "[UPower]\nPercentageAction=NaN\n"])
+        let garbage = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+        #expect(garbage.exitCode == 0)
+        #expect(garbage.out.hasSuffix("   This machine hibernates at 4.5%.\n"), "\(garbage.out)")
+    }
+
+    @Test("unknown drain: an enabled alarm says it cannot predict yet (text and JSON); nudge stays null; off says nothing")
+    func unknownDrain() async throws {
+        let cli = try CLI()
+        // capacity-only-ups: a level but no rate, and no history yet.
+        let added = try await cli.run(["alarm", "add", "06:30"], scenario: "capacity-only-ups", fakeTime: "2026-05-04 21:00:00")
+        #expect(added.out == "Added alarm: 1  06:30  once  \"Alarm\"  next Tue 2026-05-05 06:30\n"
+            + "Cannot predict the battery at this alarm yet: the drain is not known yet: no hardware rate and not enough history\n", "\(added.err)")
+        _ = try await cli.run(["alarm", "add", "07:00", "--off"], scenario: "capacity-only-ups", fakeTime: "2026-05-04 21:00:00")
+        let text = try await cli.run(["alarm", "list"], scenario: "capacity-only-ups", fakeTime: "2026-05-04 21:00:00")
+        #expect(text.out == "1  06:30  once  \"Alarm\"  next Tue 2026-05-05 06:30\n"
+            + "   Cannot predict the battery at this alarm yet: the drain is not known yet: no hardware rate and not enough history\n"
+            + "2  07:00  once  \"Alarm\"  off\n", "\(text.err)")
+        let json = try await cli.run(["alarm", "list", "--json"], scenario: "capacity-only-ups", fakeTime: "2026-05-04 21:00:00")
+        let all = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]])
+        #expect(all[0]["nudge"] is NSNull)
+        let forecast = try #require(all[0]["forecast"] as? [String: Any])
+        #expect(forecast["risk"] as? String == "unknown")
+        #expect(forecast["reason"] as? String == "the drain is not known yet: no hardware rate and not enough history")
+        #expect(Array(all[0].keys).sorted() == ["enabled", "forecast", "id", "label", "nextAt", "nudge", "repeat", "time"])
+        #expect(Array(all[1].keys).sorted() == ["enabled", "id", "label", "nextAt", "nudge", "repeat", "time"])
+        let on = try await cli.run(["alarm", "on", "2", "--json"], scenario: "capacity-only-ups", fakeTime: "2026-05-04 21:00:00")
+        #expect((try cli.json(on.out)["forecast"] as? [String: Any])?["risk"] as? String == "unknown")
     }
 
     @Test("on AC: no nudge at all (no \"all good\" message); an alarm that is off carries none and has no next time")

@@ -43,6 +43,14 @@ struct CLI {
         var exitCode: Int32? { if case .exited(let c) = status { return c } else { return nil } }
     }
 
+    /// Writes `upower/UPower.conf` (and drop-ins) in the private home: the machine's UPower configuration.
+    func writeUPower(_ main: String?, dropIns: [String: String] = [:]) throws {
+        let dir = home.appendingPathComponent("upower/UPower.conf.d")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        if let main { try main.write(to: home.appendingPathComponent("upower/UPower.conf"), atomically: true, encoding: .utf8) }
+        for (name, text) in dropIns { try text.write(to: dir.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+    }
+
     /// The environment of a person's shell, without the test runner's preload libraries.
     func environment(tz: String = "UTC", extra: [String: String] = [:]) -> Environment {
         var env: [Environment.Key: String] = [
@@ -52,6 +60,9 @@ struct CLI {
             "XDG_DATA_HOME": home.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
             "NO_COLOR": "1",
+            // UPower's configuration from the private home (absent unless a test writes it: 2 %), never
+            // the machine's /etc/UPower, so the power-off level is the same on every machine.
+            "DOSETAP_UPOWER_DIR": home.appendingPathComponent("upower").path,
         ]
         // Under scripts/sanitize.sh the binary is built with a sanitizer: it gets the same options as the
         // test process (LeakSanitizer off, halt on the first report).

@@ -10,7 +10,9 @@ public enum AgentEvent: Sendable, Equatable {
     case doseRecorded(DoseEvent, confirmation: String, status: NightStatus, nudge: Nudge?)
     case doseRefused(DoseRefusal, source: InputSource)
     case reminderDue(Reminder)
-    case batteryRisk(Nudge?)
+    /// The battery monitor evaluated a reading (a udev change or a poll while discharging): the battery
+    /// now, its drain and power-off level. The overnight re-check (`AlarmRiskMonitor`) follows these.
+    case batteryReading(BatteryStatus, at: Date)
     case buttonPressed(address: String, gesture: String)
     case buttonBattery(name: String, level: Double)
     case settingsChanged

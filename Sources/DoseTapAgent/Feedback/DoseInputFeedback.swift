@@ -46,7 +46,7 @@ public final class DoseInputFeedback: Service, Sendable, CustomStringConvertible
     public static func cue(for event: AgentEvent) -> Cue? {
         switch event {
         case .doseRecorded(let dose, let confirmation, _, let nudge) where answered.contains(dose.source):
-            return Cue(event: .doseRecorded, title: confirmation, body: nudge?.oneLine ?? "")
+            return Cue(event: .doseRecorded, title: confirmation, body: nudge?.fullText ?? "")
         case .doseRefused(let refusal, let source) where answered.contains(source):
             return Cue(event: .actionRejected, title: refusal.message, body: "")
         default:

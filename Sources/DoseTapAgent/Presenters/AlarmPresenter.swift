@@ -3,9 +3,12 @@ import DoseTapLinux
 import Foundation
 
 extension AlarmView {
-    /// `{id, time, label, repeat, enabled, nextAt, nudge}`; `nudge` is `{severity, header, headline, action}` or null.
+    /// `{id, time, label, repeat, enabled, nextAt, nudge}`; `nudge` is `{severity, header, headline, action}`
+    /// (plus `powerOff` when the prediction is at or below the machine's power-off level) or null. An
+    /// enabled alarm that cannot be predicted yet adds `"forecast": {"risk": "unknown", "reason": …}`
+    /// (its `nudge` stays null: unknown is not safe, and not a nudge either).
     public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
-        .object([
+        var fields: [(String, JSON)] = [
             ("id", .int(alarm.id)),
             ("time", .string(alarm.time.description)),
             ("label", .string(alarm.label)),
@@ -13,7 +16,23 @@ extension AlarmView {
             ("enabled", .bool(alarm.enabled)),
             ("nextAt", nextAt.map { .string($0.rfc3339(in: timeZone)) } ?? .null),
             ("nudge", nudge?.json ?? .null),
-        ])
+        ]
+        if let cannotPredict {
+            fields.append(("forecast", .object([("risk", .string("unknown")), ("reason", .string(cannotPredict))])))
+        }
+        return .object(fields)
+    }
+
+    /// The lines under the alarm's line: its nudge (and the power-off fact), or that it cannot be
+    /// predicted yet; nothing for a safe or disabled alarm.
+    public var detailLines: [String] {
+        if let nudge {
+            return ["\(nudge.header): \(nudge.oneLine)"] + (nudge.powerOff.map { [$0] } ?? [])
+        }
+        if let cannotPredict {
+            return ["Cannot predict the battery at this alarm yet: \(DisplayText.escaped(cannotPredict, maxLength: 200))"]
+        }
+        return []
     }
 
     /// One line of the alarm screen: `1  06:30  daily  "Work"  next Tue 06:30` (off: `off`). Text from the

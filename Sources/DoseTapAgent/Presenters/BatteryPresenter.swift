@@ -3,14 +3,17 @@ import DoseTapLinux
 import Foundation
 
 extension Nudge {
-    /// `{"severity","header","headline","action"}`.
+    /// `{"severity","header","headline","action"}`, plus `"powerOff"` (the fact, e.g. "This machine powers
+    /// itself off at 2%.") only when the prediction is at or below the machine's power-off level.
     public var json: JSON {
-        .object([
+        var fields: [(String, JSON)] = [
             ("severity", .string(severity.rawValue)),
             ("header", .string(header)),
             ("headline", .string(headline)),
             ("action", .string(action)),
-        ])
+        ]
+        if let powerOff { fields.append(("powerOff", .string(powerOff))) }
+        return .object(fields)
     }
 }
 

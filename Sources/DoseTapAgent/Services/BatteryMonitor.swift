@@ -26,6 +26,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
     private let onReady: @Sendable () -> Void
     private let onEvaluated: @Sendable (BatteryStatus) -> Void
     private let events: EventBus?
+    private let powerOff: PowerOffPolicy
     private let inputs: AsyncStream<Input>
     private let continuation: AsyncStream<Input>.Continuation
     /// Samples closer together than this are not stored (a burst of uevents is one observation).
@@ -33,9 +34,11 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
 
     public init(source: any PowerSupplySource, history: (any BatteryHistoryStore)?, clock: any Scheduling,
                 configuration: ConfigurationHolder, logger: Logger, events: EventBus? = nil,
+                powerOff: PowerOffPolicy = .upowerDefault,
                 onReady: @escaping @Sendable () -> Void = {},
                 onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in }) {
         self.events = events
+        self.powerOff = powerOff
         self.source = source
         self.history = history
         self.clock = clock
@@ -175,7 +178,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
                 logger.error("cannot store battery sample", metadata: ["error": "\(error)"])
             }
         }
-        let status = BatteryStatus(state: state, drain: monitor.estimator.estimate(for: state))
+        let status = BatteryStatus(state: state, drain: monitor.estimator.estimate(for: state), powerOff: powerOff)
         var metadata: Logger.Metadata = [
             "level": "\(Int((state.level ?? 0).rounded()))",
             "status": "\(state.status.rawValue)",
@@ -191,7 +194,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
         }
         if let alarm = configuration.current.alarm {
             let at = alarm.nextOccurrence(after: now, in: clock.timeZone)
-            let forecast = BatteryForecast.make(state: state, drain: status.drain, at: at, now: now)
+            let forecast = status.forecast(at: at, now: now)
             let severity = forecast.nudge?.severity
             if monitor.lastNudge != .some(severity) {
                 if let nudge = forecast.nudge {
@@ -202,9 +205,9 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
                     logger.info("battery will last until the alarm", metadata: ["alarm": "\(alarm)"])
                 }
                 monitor.lastNudge = .some(severity)
-                events?.publish(.batteryRisk(forecast.nudge))
             }
         }
+        events?.publish(.batteryReading(status, at: now))
         onEvaluated(status)
         return !state.onAC
     }

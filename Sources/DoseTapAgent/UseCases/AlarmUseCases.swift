@@ -11,6 +11,17 @@ public struct AlarmView: Sendable, Equatable {
     /// When its latest occurrence was missed (nobody answered, or the machine was off or asleep); nil when
     /// its latest ring was answered or it never rang.
     public var missedAt: Date?
+    /// For an enabled alarm whose battery cannot be predicted yet (the drain is not known): why. Such an
+    /// alarm is not "safe" — it says it cannot predict yet. nil when predicted (at risk or safe) or off.
+    public var cannotPredict: String?
+
+    public init(alarm: Alarm, nextAt: Date?, nudge: Nudge?, cannotPredict: String? = nil, missedAt: Date? = nil) {
+        self.alarm = alarm
+        self.nextAt = nextAt
+        self.nudge = nudge
+        self.cannotPredict = cannotPredict
+        self.missedAt = missedAt
+    }
 }
 
 /// Setting, changing and listing alarms (#11), for the command line and later the web page.
@@ -152,10 +163,13 @@ public struct AlarmUseCases: Sendable {
         let now = clock.now()
         let next = alarm.nextOccurrence(after: now, in: clock.timeZone)
         var nudge: Nudge?
+        var cannotPredict: String?
         if let next, let status, status.state.present {
-            nudge = BatteryForecast.make(state: status.state, drain: status.drain, at: next, now: now).nudge
+            let forecast = status.forecast(at: next, now: now)
+            nudge = forecast.nudge
+            if forecast.risk == nil { cannotPredict = forecast.reason ?? "the battery cannot be predicted" }
         }
-        return AlarmView(alarm: alarm, nextAt: next, nudge: nudge)
+        return AlarmView(alarm: alarm, nextAt: next, nudge: nudge, cannotPredict: cannotPredict)
     }
 
     /// Runs one change on the database already opened, then tells subscribers.

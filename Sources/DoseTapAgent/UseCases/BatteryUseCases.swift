@@ -9,13 +9,19 @@ public struct BatteryUseCases: Sendable {
     private let store: DataStore
     private let clock: any WallClock
     private let source: @Sendable () throws -> any PowerSupplySource
+    private let powerOff: @Sendable () -> PowerOffPolicy
 
-    /// - Parameter source: the power supplies; by default the machine's, through udev.
+    /// - Parameters:
+    ///   - source: the power supplies; by default the machine's, through udev.
+    ///   - powerOff: the level at which the machine stops itself; by default UPower's configuration
+    ///     (`/etc/UPower`, or `DOSETAP_UPOWER_DIR`), read when a status is taken.
     public init(store: DataStore, clock: any WallClock = SystemClock(),
-                source: @escaping @Sendable () throws -> any PowerSupplySource = { try UdevPowerSupplySource() }) {
+                source: @escaping @Sendable () throws -> any PowerSupplySource = { try UdevPowerSupplySource() },
+                powerOff: @escaping @Sendable () -> PowerOffPolicy = { UPowerConfigFiles.read().policy }) {
         self.store = store
         self.clock = clock
         self.source = source
+        self.powerOff = powerOff
     }
 
     /// The battery now. Reads only: without a database the drain comes from the hardware alone.
@@ -28,7 +34,7 @@ public struct BatteryUseCases: Sendable {
         let now = clock.now()
         let status = try status(at: now)
         let at = alarm.nextOccurrence(after: now, in: clock.timeZone)
-        return (BatteryForecast.make(state: status.state, drain: status.drain, at: at, now: now), status)
+        return (status.forecast(at: at, now: now), status)
     }
 
     /// The battery now, or nil when it cannot be read (for the nudge after a Dose 1: no battery, no nudge).
@@ -47,6 +53,6 @@ public struct BatteryUseCases: Sendable {
     private func status(at now: Date) throws -> BatteryStatus {
         let source = try source()
         let history = try store.openForReading().map { BatterySampleRepository(database: $0) }
-        return try BatteryStatus.read(source: source, history: history, now: now)
+        return try BatteryStatus.read(source: source, history: history, now: now, powerOff: powerOff())
     }
 }

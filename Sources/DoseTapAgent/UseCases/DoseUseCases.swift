@@ -50,7 +50,6 @@ public final class DoseUseCases: Sendable {
         guard case .dose1(let target) = event.kind, let status = battery?(),
               status.state.present, !status.state.onAC else { return nil }
         let reminder = event.at.addingTimeInterval(TimeInterval(target) * 60)
-        return BatteryForecast.make(state: status.state, drain: status.drain, at: reminder, now: now,
-                                    momentName: "reminder").nudge
+        return status.forecast(at: reminder, now: now, momentName: "reminder").nudge
     }
 }

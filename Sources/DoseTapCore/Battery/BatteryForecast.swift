@@ -14,9 +14,12 @@ public struct BatteryForecast: Sendable, Equatable {
     /// Why the forecast is incomplete or trivially safe, or nil.
     public var reason: String?
 
-    /// - Parameter moment: how the headline names the moment ("alarm", "reminder").
+    /// - Parameters:
+    ///   - momentName: how the headline names the moment ("alarm", "reminder").
+    ///   - powerOff: the machine's power-off level (UPower's `PercentageAction`, read by the caller): a
+    ///     prediction at or below it is critical, and the nudge says so.
     public static func make(state: PowerState, drain: DrainEstimate, at moment: Date, now: Date,
-                            momentName: String = "alarm") -> BatteryForecast {
+                            momentName: String = "alarm", powerOff: PowerOffPolicy = .upowerDefault) -> BatteryForecast {
         let hours = max(0, moment.timeIntervalSince(now) / 3600)
         var forecast = BatteryForecast(at: moment, hoursUntil: hours, level: state.level, drain: drain,
                                        charging: state.onAC, risk: nil, predictedLevel: nil, nudge: nil,
@@ -40,13 +43,13 @@ public struct BatteryForecast: Sendable, Equatable {
             return forecast
         }
         let input = RiskInput(level: level, drainPercentPerHour: rate, hours: hours, charging: state.onAC)
-        guard let prediction = try? RiskPredictor.predict(input) else {
+        guard let prediction = try? RiskPredictor.predict(input, powerOffLevel: powerOff.level(drainPercentPerHour: rate)) else {
             forecast.reason = "the battery readings are out of range"
             return forecast
         }
         forecast.risk = prediction.risk
         forecast.predictedLevel = prediction.predictedLevel
-        forecast.nudge = Nudge.forPrediction(prediction, moment: momentName)
+        forecast.nudge = Nudge.forPrediction(prediction, moment: momentName, policy: powerOff)
         return forecast
     }
 }

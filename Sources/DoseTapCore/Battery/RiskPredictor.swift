@@ -45,10 +45,14 @@ public struct RiskPrediction: Sendable, Equatable {
     public var risk: BatteryRisk
     /// The predicted level at the moment, clamped at 0 and rounded down to a whole percent.
     public var predictedLevel: Int
+    /// The machine's power-off level when the prediction is at or below it (then the risk is critical:
+    /// a machine that powers itself off at 2 % cannot ring at 2 %), else nil.
+    public var powerOffLevel: Double?
 
-    public init(risk: BatteryRisk, predictedLevel: Int) {
+    public init(risk: BatteryRisk, predictedLevel: Int, powerOffLevel: Double? = nil) {
         self.risk = risk
         self.predictedLevel = predictedLevel
+        self.powerOffLevel = powerOffLevel
     }
 }
 
@@ -71,7 +75,10 @@ public enum RiskPredictor {
         guard input.hours.isFinite, input.hours >= 0 else { throw .hours(input.hours) }
     }
 
-    public static func predict(_ input: RiskInput) throws(RiskInputError) -> RiskPrediction {
+    /// - Parameter powerOffLevel: the level at which the machine stops itself (UPower's action level,
+    ///   see `PowerOffPolicy`); a prediction at or below it is critical whatever the tiers say. nil: the
+    ///   seed's model alone (empty is 0 %). A level of 0 or less adds nothing.
+    public static func predict(_ input: RiskInput, powerOffLevel: Double? = nil) throws(RiskInputError) -> RiskPrediction {
         try validate(input)
         if input.charging {
             // Plugged in: the level will not fall, whatever the drain figure says.
@@ -79,7 +86,9 @@ public enum RiskPredictor {
         }
         let predicted = max(0, input.level - input.drainPercentPerHour * input.hours)
         let whole = wholePercentDown(predicted)
-        return RiskPrediction(risk: classify(wholePercent: whole), predictedLevel: whole)
+        let powerOff = powerOffLevel.flatMap { $0.isFinite && $0 > 0 && Double(whole) <= $0 ? $0 : nil }
+        return RiskPrediction(risk: powerOff == nil ? classify(wholePercent: whole) : .critical, predictedLevel: whole,
+                              powerOffLevel: powerOff)
     }
 
     public static func classify(wholePercent: Int) -> BatteryRisk {

@@ -1,0 +1,159 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import InMemoryLogging
+import Logging
+import Synchronization
+import Testing
+
+/// The overnight re-check as a service: battery readings on the event bus in, `battery-nudge` out.
+@Suite("AlarmRiskMonitor")
+struct AlarmRiskMonitorTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000) // 2027-01-15 08:00 UTC
+
+    /// A value shared with the monitor's closures.
+    final class Box<T: Sendable>: Sendable {
+        private let value: Mutex<T>
+        init(_ value: T) { self.value = Mutex(value) }
+        func get() -> T { value.withLock { $0 } }
+        func update(_ body: @Sendable (inout T) -> Void) { value.withLock { body(&$0) } }
+    }
+
+    /// A monitor over in-memory alarms and marks; what it plays is recorded.
+    final class Harness: Sendable {
+        let bus = EventBus()
+        let marks: Box<[AlarmRiskTracker.Mark]>
+        let played = Box<[AlarmRiskTracker.Step]>([])
+        let saves = Box(0)
+        let monitor: AlarmRiskMonitor
+        let task = Box<Task<Void, any Error>?>(nil)
+
+        init(_ alarms: [Alarm], marks: [AlarmRiskTracker.Mark] = []) {
+            let m = Box(marks)
+            self.marks = m
+            let (p, s) = (played, saves)
+            monitor = AlarmRiskMonitor(
+                events: bus, alarms: { alarms }, clock: FakeClock(AlarmRiskMonitorTests.now),
+                logger: Logger(label: "test") { _ in InMemoryLogHandler() },
+                load: { m.get() },
+                save: { new in
+                    m.update { $0 = new }
+                    s.update { $0 += 1 }
+                },
+                play: { step in p.update { $0.append(step) } })
+        }
+
+        func start() {
+            let monitor = self.monitor
+            task.update { $0 = Task { try await monitor.run() } }
+        }
+
+        /// Ends the bus and waits until every reading published before has been handled.
+        func finish() async throws {
+            bus.finish()
+            let running = task.get()
+            try await running?.value
+        }
+
+        func read(level: Int, drain: Double? = 10, onAC: Bool = false, at: Date = AlarmRiskMonitorTests.now) {
+            let supplies: [RawPowerSupply] = onAC
+                ? [.battery(status: "Charging", capacity: level), .mains(online: true)]
+                : [.battery(capacity: level), .mains(online: false)]
+            let status = BatteryStatus(state: PowerState(raw: supplies),
+                                       drain: DrainEstimate(percentPerHour: drain, source: drain == nil ? .unknown : .hardware))
+            bus.publish(.batteryReading(status, at: at))
+        }
+
+        var severities: [Nudge.Severity] { played.get().map(\.nudge.severity) }
+    }
+
+    /// Daily at 10:00 UTC: 2 h after `now`. At 10 %/h a level L predicts L − 20.
+    static func alarm(_ id: Int = 1, _ time: String = "10:00", enabled: Bool = true) throws -> Alarm {
+        try Alarm(id: id, time: TimeOfDay(parsing: time), label: "Work", repetition: .daily, enabled: enabled)
+    }
+
+    @Test("readings drain the battery: safe → warning → critical, one nudge per step, none repeated")
+    func steps() async throws {
+        let h = Harness([try Self.alarm()])
+        h.start()
+        for level in [60, 45, 40, 38, 35, 26, 25, 24, 22, 21] { h.read(level: level) }
+        try await h.finish()
+        // 40 → 20 % warning (38 → 18 again: nothing); 25 → 5 % critical; 22 → 2 % at the power-off level: still critical, nothing.
+        #expect(h.severities == [.warning, .critical])
+        let critical = try #require(h.played.get().last)
+        #expect(critical.nudge.header == "Alarm at Risk")
+        #expect(critical.nudge.headline == "Estimated battery at alarm: 5%")
+        #expect(AlarmRiskMonitor.body(critical) == "Alarm 10:00 \"Work\": Estimated battery at alarm: 5% — Plug in now.")
+    }
+
+    @Test("toggled on already critical: no second nudge at once (the person saw it); plugging in resets")
+    func baselineAndPlug() async throws {
+        let h = Harness([try Self.alarm()])
+        h.start()
+        h.read(level: 22) // 2 %: critical at the power-off level — the baseline
+        h.read(level: 21)
+        h.read(level: 22, onAC: true)
+        h.read(level: 30) // unplugged: 10 % warning
+        h.read(level: 24) // 4 % critical
+        try await h.finish()
+        #expect(h.severities == [.warning, .critical])
+    }
+
+    @Test("unknown drain: nothing until the first known risk, which is news")
+    func unknownDrain() async throws {
+        let h = Harness([try Self.alarm()])
+        h.start()
+        h.read(level: 30, drain: nil)
+        h.read(level: 30, drain: nil)
+        h.read(level: 30, drain: 10) // 10 %: warning
+        try await h.finish()
+        #expect(h.severities == [.warning])
+    }
+
+    @Test("several alarms: only the one whose risk grew; disabled alarms are not followed")
+    func several() async throws {
+        // 10:00 is 2 h away, 16:00 is 8 h away, 09:00 off.
+        let h = Harness([try Self.alarm(1, "10:00"), try Self.alarm(2, "16:00"), try Self.alarm(3, "09:00", enabled: false)])
+        h.start()
+        h.read(level: 100) // 80 % and 20 %: safe and warning (baseline)
+        h.read(level: 84)  // 64 % and 4 %: critical for alarm 2 only
+        try await h.finish()
+        #expect(h.played.get().map(\.alarm.id) == [2])
+        #expect(h.severities == [.critical])
+    }
+
+    @Test("a restart repeats nothing: the marks are kept before the nudge plays, and read back")
+    func restart() async throws {
+        let first = Harness([try Self.alarm()])
+        first.start()
+        first.read(level: 60)
+        first.read(level: 38) // warning
+        first.read(level: 38)
+        try await first.finish()
+        #expect(first.severities == [.warning])
+        // Saved when something changed only (the baseline and the warning), not at every reading.
+        #expect(first.saves.get() == 2)
+        let second = Harness([try Self.alarm()], marks: first.marks.get())
+        second.start()
+        second.read(level: 38)
+        second.read(level: 24) // critical: a new step
+        try await second.finish()
+        #expect(second.severities == [.critical])
+    }
+
+    @Test("with the database: marks in the setting table, no migration; a clear forgets them")
+    func repository() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-risk-\(UUID().uuidString)")
+        let db = try DoseTapDatabase(directory: dir)
+        let repository = AlarmRiskRepository(database: db)
+        #expect(try repository.load().isEmpty)
+        let marks = [AlarmRiskTracker.Mark(alarm: 1, setting: "06:30 daily", occurrence: Self.now, level: .warning)]
+        try repository.save(marks)
+        #expect(try repository.load() == marks)
+        try db.clearAll()
+        #expect(try repository.load().isEmpty)
+    }
+}
