@@ -27,6 +27,9 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, j
     let submission: DoseSubmission
     do {
         submission = try useCases.submit(command, source: .cli)
+    } catch let error as UseCaseError {
+        // Already one sentence (a full disk names the file and says nothing was recorded).
+        throw CLIError("\(error)")
     } catch {
         throw CLIError("could not record: \(error)")
     }

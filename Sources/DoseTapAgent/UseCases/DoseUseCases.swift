@@ -33,7 +33,13 @@ public final class DoseUseCases: Sendable {
     public func submit(_ command: DoseCommand, source: InputSource, issuedAt: Date? = nil) throws -> DoseSubmission {
         let now = clock.now()
         let input = DoseInput(command: command, source: source, issuedAt: issuedAt ?? now)
-        let outcome = try repository.submit(input, now: now, timeZone: clock.timeZone)
+        let outcome: DoseOutcome
+        do {
+            outcome = try repository.submit(input, now: now, timeZone: clock.timeZone)
+        } catch let error as StoreError {
+            // A storage failure is already one sentence ("cannot write …: the disk is full; … nothing was recorded").
+            throw UseCaseError(error.description)
+        }
         switch outcome {
         case .recorded(let event, let confirmation, let status):
             let nudge = reminderNudge(after: event, now: now)
