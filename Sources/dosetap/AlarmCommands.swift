@@ -3,6 +3,7 @@ import DoseTapAgent
 import DoseTapCore
 import DoseTapLinux
 import Foundation
+import Logging
 
 /// `dosetap alarm …`: set, change and list alarms, and answer the one ringing (#11). The agent rings them
 /// (docs/alarms.md).
@@ -16,7 +17,11 @@ struct AlarmCommand: ParsableCommand {
     static func useCases(_ location: LocationOptions) -> AlarmUseCases {
         let store = DataStore(directory: location.paths.dataDirectory)
         let battery = BatteryUseCases(store: store)
-        return AlarmUseCases(store: store, battery: { battery.statusNow() })
+        return AlarmUseCases(store: store, battery: { battery.statusNow() }, sounds: {
+            // Read only when a sound is chosen (`--sound`): the machine's themes, as `dosetap sounds list`.
+            guard let devices = try? makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false) else { return [] }
+            return Set(devices.capabilities(logger: Logger(label: "dosetap.cli")).sounds.keys)
+        })
     }
 
     /// An alarm id: a positive whole number in ASCII digits.
@@ -37,12 +42,21 @@ struct AlarmCommand: ParsableCommand {
         @Option(name: .customLong("repeat"), help: "once, daily, or days such as mon,tue,fri.")
         var repetition: String?
 
+        @Option(help: "Its own sound (dosetap sounds list), or default for the alarm event's.")
+        var sound: String?
+
+        @Option(help: "Its own vibration: light, medium, strong, or default for the alarm event's.")
+        var haptics: String?
+
         func validate() throws {
             if let repetition {
                 do { _ = try AlarmRepeat(parsing: repetition) } catch { throw ValidationError(error.description) }
             }
             if let label {
                 do { _ = try Alarm.validLabel(label) } catch { throw ValidationError(error.description) }
+            }
+            if let haptics, haptics != AlarmUseCases.defaultWord, HapticIntensity(rawValue: haptics) == nil {
+                throw ValidationError("invalid intensity '\(oneLine(haptics))': use light, medium, strong or default")
             }
         }
     }
@@ -73,7 +87,8 @@ struct AlarmCommand: ParsableCommand {
 
         func run() throws {
             let view = try failing {
-                try AlarmCommand.useCases(location).add(.init(time: time, label: options.label, repetition: options.repetition, enabled: !off))
+                try AlarmCommand.useCases(location).add(.init(time: time, label: options.label, repetition: options.repetition, enabled: !off,
+                                                              sound: options.sound, haptics: options.haptics))
             }
             StandardOutput.markCommitted("added alarm \(view.alarm.id)")
             AlarmCommand.show(view, verb: "Added alarm", json: json)
@@ -139,14 +154,15 @@ struct AlarmCommand: ParsableCommand {
 
         func validate() throws {
             if let time { try AlarmCommand.validTime(time) }
-            if time == nil && options.label == nil && options.repetition == nil {
-                throw ValidationError("nothing to change: give --time, --label or --repeat")
+            if time == nil && options.label == nil && options.repetition == nil && options.sound == nil && options.haptics == nil {
+                throw ValidationError("nothing to change: give --time, --label, --repeat, --sound or --haptics")
             }
         }
 
         func run() throws {
             let view = try failing {
-                try AlarmCommand.useCases(location).edit(id: id.value, .init(time: time, label: options.label, repetition: options.repetition))
+                try AlarmCommand.useCases(location).edit(id: id.value, .init(time: time, label: options.label, repetition: options.repetition,
+                                                                         sound: options.sound, haptics: options.haptics))
             }
             StandardOutput.markCommitted("alarm \(id) changed")
             AlarmCommand.show(view, verb: "Changed alarm", json: json)

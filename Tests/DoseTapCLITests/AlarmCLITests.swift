@@ -154,6 +154,9 @@ struct AlarmCLITests {
         (["alarm", "stop"], 1, "no alarm is ringing"),
         (["alarm", "snooze"], 1, "no alarm is ringing"),
         (["alarm", "stop", "1"], 64, "Unexpected argument '1'"),
+        (["alarm", "add", "06:30", "--haptics", "extreme"], 64, "invalid intensity 'extreme'"),
+        (["alarm", "add", "06:30", "--sound", "no-such-sound"], 1, "unknown sound 'no-such-sound': see dosetap sounds list"),
+        (["alarm", "add", "06:30", "--sound", "bell\u{1b}[2J"], 1, "unknown sound 'bell\\x1b[2J'"),
     ])
     func badInput(args: [String], code: Int32, message: String) async throws {
         let cli = try CLI()
@@ -202,5 +205,23 @@ struct AlarmCLITests {
         let late = try await cli.run(["alarm", "stop"])
         #expect(late.exitCode == 1 && late.err == "dosetap: no alarm is ringing\n")
         #expect(try rings.ring(id: stale.id)?.outcome == .ringing, "left for the agent to record as missed")
+    }
+
+    @Test("an alarm's own sound and vibration: set, shown, kept in JSON only when set, back to the alarm event's with default")
+    func ownSoundAndHaptics() async throws {
+        let cli = try CLI()
+        let added = try await cli.run(["alarm", "add", "06:30", "--sound", "bell", "--haptics", "strong", "--json"])
+        #expect(added.exitCode == 0, "\(added.err)")
+        let a = try cli.json(added.out)
+        #expect(a["sound"] as? String == "bell" && a["haptics"] as? String == "strong")
+        let list = try await cli.run(["alarm", "list"])
+        #expect(list.out.hasPrefix("1  06:30  once  \"Alarm\"  next "), "\(list.out)")
+        #expect(list.out.contains("  sound bell  vibration strong\n"), "\(list.out)")
+        let reset = try await cli.run(["alarm", "edit", "1", "--sound", "default", "--haptics", "default", "--json"])
+        #expect(reset.exitCode == 0, "\(reset.err)")
+        let r = try cli.json(reset.out)
+        #expect(r["sound"] == nil && r["haptics"] == nil)
+        let changed = try await cli.run(["alarm", "edit", "1", "--haptics", "light"])
+        #expect(changed.exitCode == 0 && changed.out.contains("vibration light"), "\(changed.out) \(changed.err)")
     }
 }

@@ -6,7 +6,8 @@ extension AlarmView {
     /// `{id, time, label, repeat, enabled, nextAt, nudge}`; `nudge` is `{severity, header, headline, action}`
     /// (plus `powerOff` when the prediction is at or below the machine's power-off level) or null. An
     /// enabled alarm that cannot be predicted yet adds `"forecast": {"risk": "unknown", "reason": …}`
-    /// (its `nudge` stays null: unknown is not safe, and not a nudge either).
+    /// (its `nudge` stays null: unknown is not safe, and not a nudge either). An alarm with its own sound or
+    /// vibration adds `sound`/`haptics`; one whose latest occurrence was missed adds `missedAt`.
     public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
         var fields: [(String, JSON)] = [
             ("id", .int(alarm.id)),
@@ -20,6 +21,10 @@ extension AlarmView {
         if let cannotPredict {
             fields.append(("forecast", .object([("risk", .string("unknown")), ("reason", .string(cannotPredict))])))
         }
+        // Its own sound and vibration, only when set (else the `alarm` event's).
+        if let sound = alarm.sound { fields.append(("sound", .string(sound))) }
+        if let haptics = alarm.haptics { fields.append(("haptics", .string(haptics.rawValue))) }
+        if let missedAt { fields.append(("missedAt", .string(missedAt.rfc3339(in: timeZone)))) }
         return .object(fields)
     }
 
@@ -48,6 +53,8 @@ extension AlarmView {
         } else {
             text += "  off"
         }
+        if let sound = alarm.sound { text += "  sound \(DisplayText.escaped(sound))" }
+        if let haptics = alarm.haptics { text += "  vibration \(haptics.rawValue)" }
         return text
     }
 }

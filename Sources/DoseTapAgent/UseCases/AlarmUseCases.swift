@@ -30,14 +30,19 @@ public struct AlarmUseCases: Sendable {
     private let clock: any WallClock
     private let battery: @Sendable () -> BatteryStatus?
     private let events: EventBus?
+    private let sounds: (@Sendable () -> Set<String>)?
 
-    /// - Parameter battery: the battery now and its drain, or nil where none can be read (no nudge then).
+    /// - Parameters:
+    ///   - battery: the battery now and its drain, or nil where none can be read (no nudge then).
+    ///   - sounds: the names of this machine's sounds, to check an alarm's own sound (`dosetap sounds list`);
+    ///     without it no sound can be chosen.
     public init(store: DataStore, clock: any WallClock = SystemClock(), battery: @escaping @Sendable () -> BatteryStatus?,
-                events: EventBus? = nil) {
+                events: EventBus? = nil, sounds: (@Sendable () -> Set<String>)? = nil) {
         self.store = store
         self.clock = clock
         self.battery = battery
         self.events = events
+        self.sounds = sounds
     }
 
     /// What a change may set; nil leaves a field as it is.
@@ -46,19 +51,31 @@ public struct AlarmUseCases: Sendable {
         public var label: String?
         public var repetition: String?
         public var enabled: Bool?
-        public init(time: String? = nil, label: String? = nil, repetition: String? = nil, enabled: Bool? = nil) {
+        /// A sound of this machine, or "default" for the `alarm` event's.
+        public var sound: String?
+        /// light, medium, strong, or "default" for the `alarm` event's.
+        public var haptics: String?
+        public init(time: String? = nil, label: String? = nil, repetition: String? = nil, enabled: Bool? = nil,
+                    sound: String? = nil, haptics: String? = nil) {
             self.time = time
             self.label = label
             self.repetition = repetition
             self.enabled = enabled
+            self.sound = sound
+            self.haptics = haptics
         }
     }
+
+    /// "default" (the `alarm` event's feedback) as the word a person types.
+    public static let defaultWord = "default"
 
     /// Adds an alarm (enabled unless told otherwise; label "Alarm", repeat once by default).
     public func add(_ fields: Fields) throws -> AlarmView {
         guard let time = fields.time else { throw UseCaseError("an alarm needs a time (HH:MM)") }
-        let alarm = try Alarm(id: 0, time: try parse(time), label: try label(fields.label ?? "Alarm"),
+        var alarm = try Alarm(id: 0, time: try parse(time), label: try label(fields.label ?? "Alarm"),
                               repetition: try repetition(fields.repetition ?? "once"), enabled: fields.enabled ?? true)
+        if let text = fields.sound { alarm.sound = try sound(text) }
+        if let text = fields.haptics { alarm.haptics = try haptics(text) }
         let repository = AlarmRepository(database: try store.open())
         return view(try save { try repository.add(alarm, now: clock.now()) })
     }
@@ -71,6 +88,8 @@ public struct AlarmUseCases: Sendable {
         if let text = fields.label { alarm.label = try label(text) }
         if let text = fields.repetition { alarm.repetition = try repetition(text) }
         if let enabled = fields.enabled { alarm.enabled = enabled }
+        if let text = fields.sound { alarm.sound = try sound(text) }
+        if let text = fields.haptics { alarm.haptics = try haptics(text) }
         let before = try repository.find(id: id)
         // Turned on, or a new time or repeat: only occurrences from now on ring, and a snooze is void.
         let rearmed = alarm.enabled && (before?.enabled != true || before?.time != alarm.time || before?.repetition != alarm.repetition)
@@ -191,6 +210,24 @@ public struct AlarmUseCases: Sendable {
 
     private func label(_ text: String) throws -> String {
         do { return try Alarm.validLabel(text) } catch { throw UseCaseError(error.description) }
+    }
+
+    /// nil for "default"; else a sound this machine has.
+    private func sound(_ text: String) throws -> String? {
+        if text == Self.defaultWord { return nil }
+        guard let known = sounds?(), known.contains(text) else {
+            throw UseCaseError("unknown sound '\(DisplayText.escaped(text, maxLength: 80))': see dosetap sounds list (or default)")
+        }
+        return text
+    }
+
+    /// nil for "default"; else light, medium or strong.
+    private func haptics(_ text: String) throws -> HapticIntensity? {
+        if text == Self.defaultWord { return nil }
+        guard let intensity = HapticIntensity(rawValue: text) else {
+            throw UseCaseError("invalid intensity '\(DisplayText.escaped(text, maxLength: 80))': use light, medium, strong or default")
+        }
+        return intensity
     }
 
     private func repetition(_ text: String) throws -> AlarmRepeat {

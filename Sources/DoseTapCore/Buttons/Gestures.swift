@@ -124,7 +124,7 @@ public struct GestureRecognizer: Sendable, Equatable {
         case .down(let t):
             if let last = lastEdge, t.timeIntervalSince(last) < timing.debounce, t >= last { return [] }
             if downAt != nil { return [] } // a repeated down (key repeat) changes nothing
-            var out = expire(at: t)
+            let out = expire(at: t)
             lastEdge = t
             downAt = t
             holdReported = false
