@@ -362,6 +362,27 @@ public final class DoseTapDatabase: Sendable {
                 CREATE UNIQUE INDEX alarm_ring_once ON alarm_ring (alarm_id, kind, due_at);
                 """)
         }
+        // v7: usage alerts (#13). Per-source overrides, each source's alert state (which levels fired since
+        // they re-armed, failed reads) as JSON, and the history (at most 100 rows, the oldest pruned). The
+        // global thresholds, the snooze and the templates are the `alerts` entry of `setting`.
+        migrator.registerMigration("v7-usage-alerts") { db in
+            try db.execute(sql: """
+                CREATE TABLE alert_source (
+                    name TEXT PRIMARY KEY,
+                    warning INTEGER,
+                    critical INTEGER,
+                    enabled INTEGER NOT NULL DEFAULT 1
+                );
+                CREATE TABLE alert_state (name TEXT PRIMARY KEY, state TEXT NOT NULL);
+                CREATE TABLE alert_history (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    at REAL NOT NULL,
+                    source TEXT NOT NULL,
+                    usage REAL NOT NULL,
+                    level TEXT NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 
@@ -376,6 +397,9 @@ public final class DoseTapDatabase: Sendable {
             try db.execute(sql: "DELETE FROM battery_sample")
             try db.execute(sql: "DELETE FROM button")
             try db.execute(sql: "DELETE FROM setting")
+            try db.execute(sql: "DELETE FROM alert_source")
+            try db.execute(sql: "DELETE FROM alert_state")
+            try db.execute(sql: "DELETE FROM alert_history")
         }
     }
 
