@@ -93,8 +93,13 @@ public enum Agent {
                                  logger: logger)
         let alarms = AlarmService(store: store, alarms: alarmUseCases, ringer: ringer, clock: TimerFDScheduler.shared,
                                   logger: logger, events: events, databaseChanges: watcher?.changes())
+        // Usage alerts for every battery (#13): readings in, `usage-alert` out.
+        let usageAlerts = AlertUseCases(store: store, clock: SystemClock(), supplies: { ((try? source.snapshot()) ?? []).map(PowerSupplyReading.init(raw:)) },
+                                        events: events)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: alarms),
+            .init(service: AlertService(database: database, events: events, clock: TimerFDScheduler.shared, logger: logger,
+                                        deliver: AlertService.feedbackDelivery(feedback))),
             // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
             .init(service: AlarmRiskMonitor(events: events, database: database, clock: SystemClock(), logger: logger, feedback: feedback)),
             .init(service: DoseInputFeedback(events: events, feedback: feedback)),
@@ -105,7 +110,7 @@ public enum Agent {
         ]
         if let desktop = devices.desktop {
             services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger,
-                                                               ringer: ringer, alarms: alarms)))
+                                                               ringer: ringer, alarms: alarms, usageAlerts: usageAlerts)))
         }
         // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
         let hid: HIDButtonSource?

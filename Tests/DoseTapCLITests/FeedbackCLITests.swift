@@ -25,7 +25,7 @@ struct FeedbackCLITests {
         #expect(global["hapticsSupported"] as? Bool == false)
         let events = try #require(show["events"] as? [String: Any])
         #expect(events.keys.sorted() == ["action-rejected", "alarm", "battery-nudge", "dose-closed", "dose-recorded",
-                                         "dose-reminder", "dose-urgent", "dose-window-open"])
+                                         "dose-reminder", "dose-urgent", "dose-window-open", "usage-alert"])
         let text = try await cli.run(["feedback", "show"], env: audio)
         #expect(text.out.contains("Not supported on this device"))
 

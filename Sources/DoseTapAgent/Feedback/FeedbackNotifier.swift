@@ -45,6 +45,8 @@ public final class FeedbackNotifier: Notifier, Sendable {
     private let clock: any WallClock
     /// Notification id → the night it is about, for the action buttons.
     private let shown = Mutex<[UInt32: UUID]>([:])
+    /// Notification id → what it is about (a usage alert), for its buttons.
+    private let tagged = Mutex<[UInt32: String]>([:])
     /// The feedback settings each night's reminders use, fixed when the night was scheduled.
     private let snapshots = Mutex<[UUID: FeedbackSettings]>([:])
 
@@ -66,6 +68,9 @@ public final class FeedbackNotifier: Notifier, Sendable {
         snapshots.withLock { $0[session] = current }
     }
 
+    /// What a notification shown with a tag is about (nil: not one of those).
+    public func tag(forNotification id: UInt32) -> String? { tagged.withLock { $0[id] } }
+
     /// The night a notification's buttons act on.
     public func session(forNotification id: UInt32) -> UUID? { shown.withLock { $0[id] } }
 
@@ -79,6 +84,13 @@ public final class FeedbackNotifier: Notifier, Sendable {
     /// Plays the feedback of any event (dose recorded, action rejected, …).
     public func play(_ event: FeedbackEvent, title: String, body: String, actions: [DoseNotification.Action] = [],
                      session: UUID? = nil, dueAt: Date? = nil) async {
+        await play(event, title: title, body: body, buttons: actions.map { ($0.rawValue, $0.label) }, session: session, dueAt: dueAt)
+    }
+
+    /// Plays any event with its own notification buttons (key, label); `critical` shows the notification as
+    /// critical whatever the event. The notification's id is remembered with `tag`, for its buttons.
+    public func play(_ event: FeedbackEvent, title: String, body: String, buttons: [(key: String, label: String)],
+                     session: UUID? = nil, dueAt: Date? = nil, critical: Bool = false, tag: String? = nil) async {
         let stored = session.flatMap { id in snapshots.withLock { $0[id] } } ?? (try? settings.loadFeedback()) ?? FeedbackSettings()
         let user = (try? settings.load()) ?? .defaults
         let plan = FeedbackResolver.resolve(event, settings: stored, quiet: user.quietMode,
@@ -112,10 +124,11 @@ public final class FeedbackNotifier: Notifier, Sendable {
         if user.notificationsEnabled, let desktop = devices.desktop {
             do {
                 let id = try await desktop.notify(
-                    title: title, body: body, urgency: event.bypassesQuiet ? .critical : .normal,
+                    title: title, body: body, urgency: event.bypassesQuiet || critical ? .critical : .normal,
                     soundName: plan.sound.map { $0.name == SoundInfo.builtinBeepName ? "bell" : $0.name },
-                    suppressSound: true, actions: actions.map { ($0.rawValue, $0.label) })
+                    suppressSound: true, actions: buttons)
                 if let session { shown.withLock { $0[id] = session } }
+                if let tag { tagged.withLock { $0[id] = tag } }
             } catch {
                 logger.warning("desktop notification failed; the log has it", metadata: ["error": "\(error)"])
             }

@@ -18,9 +18,12 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
     /// The ringing alarm's notification (Stop, Snooze 9 min).
     private let ringer: AlarmRinger?
     private let alarms: (any RingingAlarmControl)?
+    /// A usage alert's "Snooze 1h".
+    private let usageAlerts: AlertUseCases?
 
     public init(desktop: DesktopNotifications, feedback: FeedbackNotifier, doses: DoseUseCases, logger: Logger,
-                ringer: AlarmRinger? = nil, alarms: (any RingingAlarmControl)? = nil) {
+                ringer: AlarmRinger? = nil, alarms: (any RingingAlarmControl)? = nil, usageAlerts: AlertUseCases? = nil) {
+        self.usageAlerts = usageAlerts
         self.desktop = desktop
         self.feedback = feedback
         self.doses = doses
@@ -48,6 +51,19 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
             case .stop: alarms.stop(by: .notification)
             case .snooze: alarms.snooze(by: .notification)
             case nil: logger.warning("unknown alarm notification action rejected", metadata: ["action": "\(DisplayText.escaped(invocation.action))"])
+            }
+            return nil
+        }
+        if feedback.tag(forNotification: invocation.id) == AlertService.notificationTag, let usageAlerts {
+            guard invocation.action == AlertService.snoozeAction.key else {
+                logger.warning("unknown alert notification action rejected", metadata: ["action": "\(DisplayText.escaped(invocation.action))"])
+                return nil
+            }
+            do {
+                let until = try usageAlerts.snooze(.oneHour)
+                logger.notice("usage alerts snoozed from the notification", metadata: ["until": "\(until.map { "\($0)" } ?? "-")"])
+            } catch {
+                logger.error("cannot snooze the usage alerts", metadata: ["error": "\(error)"])
             }
             return nil
         }

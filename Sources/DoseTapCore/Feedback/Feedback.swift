@@ -10,6 +10,8 @@ public enum FeedbackEvent: String, Sendable, Equatable, Hashable, Codable, CaseI
     case actionRejected = "action-rejected"
     case batteryNudge = "battery-nudge"
     case alarm
+    /// A battery of the house passed an alert threshold (#13); the critical level is shown as critical.
+    case usageAlert = "usage-alert"
 
     /// Never muted by quiet mode.
     public var bypassesQuiet: Bool { self == .doseUrgent || self == .alarm }
