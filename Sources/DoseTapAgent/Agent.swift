@@ -99,6 +99,8 @@ public enum Agent {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: alarms),
             .init(service: AlertService(database: database, events: events, clock: TimerFDScheduler.shared, logger: logger,
+                                        commands: configuration.current.alertCommands,
+                                        runner: SubprocessCommandRunner(clock: TimerFDScheduler.shared),
                                         deliver: AlertService.feedbackDelivery(feedback))),
             // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
             .init(service: AlarmRiskMonitor(events: events, database: database, clock: SystemClock(), logger: logger, feedback: feedback)),

@@ -18,16 +18,24 @@ public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
 ///
 /// [battery]
 /// poll_seconds = 60     # how often to sample while discharging (60…3600)
+///
+/// [[alerts.command]]    # a usage-alert source fed by a program (as many as wanted)
+/// name = "ups"
+/// command = ["upsc", "ups@localhost", "battery.charge"]   # argv, never a shell; prints % remaining
+/// interval = 300        # seconds between runs (≥ 60)
+/// timeout = 10          # killed after this many seconds (1…60): unreadable
 /// ```
 public struct AgentConfiguration: Sendable, Equatable {
     public var alarm: TimeOfDay?
     public var pollSeconds: Int
+    public var alertCommands: [AlertCommandSource]
 
     public static let pollRange = 60...3600
 
-    public init(alarm: TimeOfDay? = nil, pollSeconds: Int = 60) {
+    public init(alarm: TimeOfDay? = nil, pollSeconds: Int = 60, alertCommands: [AlertCommandSource] = []) {
         self.alarm = alarm
         self.pollSeconds = pollSeconds
+        self.alertCommands = alertCommands
     }
 
     /// The largest config.toml read (a few lines are expected).
@@ -118,7 +126,7 @@ public struct AgentConfiguration: Sendable, Equatable {
             throw ConfigurationError("\(source): \(error)")
         }
         var config = AgentConfiguration()
-        let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"]]
+        let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"]]
         for key in table.keys {
             guard let allowed = known[key] else { throw ConfigurationError("\(source): unknown section '\(key)'") }
             guard let section = table[key]?.table else {
@@ -142,6 +150,104 @@ public struct AgentConfiguration: Sendable, Equatable {
             }
             config.pollSeconds = seconds
         }
+        if let alerts = table["alerts"]?.table, let value = alerts["command"] {
+            guard let entries = value.array else {
+                throw ConfigurationError("\(source): alerts.command must be a list of [[alerts.command]] tables")
+            }
+            for (index, entry) in entries.enumerated() {
+                guard let command = entry.table else {
+                    throw ConfigurationError("\(source): alerts.command entry \(index + 1) must be a [[alerts.command]] table")
+                }
+                let parsed = try AlertCommandSource.parse(command, number: index + 1, source: source)
+                if config.alertCommands.contains(where: { $0.name == parsed.name }) {
+                    throw ConfigurationError("\(source): [[alerts.command]] name '\(parsed.name)' is used twice")
+                }
+                config.alertCommands.append(parsed)
+            }
+        }
         return config
+    }
+}
+
+/// A usage-alert source fed by a program (`[[alerts.command]]`): run every `interval` seconds without a
+/// shell; the first number on its standard output is the percentage *remaining*; killed after `timeout`
+/// seconds (then, like a failure, it counts as unreadable).
+public struct AlertCommandSource: Sendable, Equatable {
+    public var name: String
+    public var argv: [String]
+    public var interval: Int
+    public var timeout: Int
+
+    public static let intervalRange = 60...86_400
+    public static let timeoutRange = 1...60
+
+    public init(name: String, argv: [String], interval: Int = 300, timeout: Int = 10) {
+        self.name = name
+        self.argv = argv
+        self.interval = interval
+        self.timeout = timeout
+    }
+
+    static func parse(_ table: TOMLTable, number: Int, source: String) throws(ConfigurationError) -> AlertCommandSource {
+        let allowed: Set<String> = ["name", "command", "interval", "timeout"]
+        for key in table.keys where !allowed.contains(key) {
+            throw ConfigurationError("\(source): [[alerts.command]] \(number): unknown key '\(key)'")
+        }
+        guard let name = table["name"]?.string, !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 64,
+              !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw ConfigurationError("\(source): [[alerts.command]] \(number): name must be a few words (at most 64 characters)")
+        }
+        guard let list = table["command"]?.array, !list.isEmpty, list.count <= 64 else {
+            throw ConfigurationError("\(source): [[alerts.command]] '\(name)': command must be a list such as [\"upsc\", \"ups@localhost\", \"battery.charge\"]")
+        }
+        var argv: [String] = []
+        for item in list {
+            guard let text = item.string, !text.isEmpty, !text.contains("\u{0}") else {
+                throw ConfigurationError("\(source): [[alerts.command]] '\(name)': every item of command must be a non-empty string")
+            }
+            argv.append(text)
+        }
+        var command = AlertCommandSource(name: name, argv: argv)
+        if let value = table["interval"] {
+            guard let seconds = value.int, intervalRange.contains(seconds) else {
+                throw ConfigurationError("\(source): [[alerts.command]] '\(name)': interval must be a whole number of seconds from 60 to 86400")
+            }
+            command.interval = seconds
+        }
+        if let value = table["timeout"] {
+            guard let seconds = value.int, timeoutRange.contains(seconds) else {
+                throw ConfigurationError("\(source): [[alerts.command]] '\(name)': timeout must be a whole number of seconds from 1 to 60")
+            }
+            command.timeout = seconds
+        }
+        return command
+    }
+
+    /// The percentage remaining in a program's output: its first number (digits, with a decimal point),
+    /// 0…100; nil when there is none or it is out of range.
+    public static func remaining(in output: String) -> Double? {
+        // Colour codes (ESC [ 31 m) carry digits that are not the percentage: left out.
+        var plain = String.UnicodeScalarView()
+        var it = output.unicodeScalars.makeIterator()
+        while let scalar = it.next() {
+            guard scalar == "\u{1b}" else { plain.append(scalar); continue }
+            guard let next = it.next(), next == "[" else { continue }
+            while let c = it.next(), !(c.properties.isAlphabetic && c.isASCII) {}
+        }
+        let scalars = plain[...]
+        guard let start = scalars.firstIndex(where: { ("0"..."9").contains($0) }) else { return nil }
+        do {
+            var end = start
+            var seenDot = false
+            while end < scalars.endIndex, ("0"..."9").contains(scalars[end]) || (scalars[end] == "." && !seenDot) {
+                if scalars[end] == "." { seenDot = true }
+                end = scalars.index(after: end)
+            }
+            // A minus sign right before it makes it negative: out of range.
+            if start > scalars.startIndex, scalars[scalars.index(before: start)] == "-" { return nil }
+            let text = String(String.UnicodeScalarView(scalars[start..<end]))
+            guard let value = Double(text.hasSuffix(".") ? String(text.dropLast()) : text), value.isFinite else { return nil }
+            return (0...100).contains(value) ? value : nil
+        }
     }
 }

@@ -6,11 +6,11 @@
 /// aborts (`Assertion ... failed`; built with NDEBUG it would be undefined behaviour instead). Found by
 /// Fuzz/Config.
 ///
-/// config.toml needs little of TOML (two tables, a string and an integer), so every line is checked
-/// against that subset first and anything else is refused in one line, before toml++ sees it: blank and
-/// comment lines, `[table]` headers with dotted or quoted names, and `key = value` lines whose value is
-/// a one-line string, a bare token (number, boolean, inf, nan, date) or an inline table of those.
-/// Not accepted: arrays, arrays of tables, multi-line strings, control characters.
+/// config.toml needs little of TOML, so every line is checked against that subset first and anything
+/// else is refused in one line, before toml++ sees it: blank and comment lines, `[table]` and
+/// `[[array.of.tables]]` headers with dotted or quoted names, and `key = value` lines whose value is a
+/// one-line string, a bare token (number, boolean, inf, nan, date), a one-line array of those, or an
+/// inline table of those. Not accepted: nested arrays, multi-line strings or arrays, control characters.
 enum TOMLSubset {
     /// "line N: …" for the first line outside the subset, nil when every line is inside it.
     static func problem(in text: String) -> String? {
@@ -71,10 +71,12 @@ enum TOMLSubset {
         mutating func line() -> Bool {
             if end() { return true }
             if eat("[") {
+                // `[[name]]`: an array of tables (`[[alerts.command]]`), its brackets together.
+                let arrayOfTables = eat("[")
                 skipBlanks()
                 guard dottedKey() else { return false }
                 skipBlanks()
-                return eat("]") && end()
+                return eat("]") && (!arrayOfTables || eat("]")) && end()
             }
             return keyValue(depth: 0) && end()
         }
@@ -127,6 +129,8 @@ enum TOMLSubset {
                 return string()
             case "{":
                 return depth < Self.maximumDepth && inlineTable(depth: depth + 1)
+            case "[":
+                return array()
             default:
                 // Numbers, booleans, inf, nan, dates and times (with a T, not a blank): toml++ tells them apart.
                 let start = i
@@ -134,6 +138,22 @@ enum TOMLSubset {
                     i += 1
                 }
                 return i > start
+            }
+        }
+
+        /// A one-line array of strings and bare tokens (`command = ["upsc", "ups@localhost", "battery.charge"]`);
+        /// no nested arrays or tables, a trailing comma allowed.
+        mutating func array() -> Bool {
+            guard eat("[") else { return false }
+            skipBlanks()
+            if eat("]") { return true }
+            while true {
+                guard current != "[", current != "{", value(depth: Self.maximumDepth) else { return false }
+                skipBlanks()
+                if eat("]") { return true }
+                guard eat(",") else { return false }
+                skipBlanks()
+                if eat("]") { return true }
             }
         }
 

@@ -148,4 +148,45 @@ struct AlertServiceTests {
             #expect(try alerts.overview().settings.snoozedUntil == clock.now().addingTimeInterval(3600))
         }
     }
+
+    /// Answers from a list, one per run; then fails.
+    final class ScriptedRunner: CommandRunner {
+        let answers: Mutex<[Result<String, CommandError>]>
+        let runs = Mutex(0)
+        init(_ answers: [Result<String, CommandError>]) { self.answers = Mutex(answers) }
+        func output(of argv: [String], timeout: TimeInterval) async throws -> String {
+            runs.withLock { $0 += 1 }
+            let next = answers.withLock { $0.isEmpty ? .failure(CommandError("no more")) : $0.removeFirst() }
+            return try next.get()
+        }
+    }
+
+    @Test("a command source: run at once and every interval (fake clock); 12 % left warns, 4 % is critical; 3 failed runs: unreadable")
+    func commandSource() async throws {
+        let dir = freshDataFolder("dosetap-alert-svc")
+        let database = try DoseTapDatabase(directory: dir)
+        let bus = EventBus()
+        let delivered = Delivered()
+        let runner = ScriptedRunner([.success("12\n"), .success("quota: 4 %"), .failure(CommandError("quota-left failed (exited(1))")),
+                                     .success("no number"), .failure(CommandError("quota-left ran longer than 10 s and was killed"))])
+        let service = AlertService(database: database, events: bus, clock: clock, logger: Logger(label: "t"),
+                                   commands: [AlertCommandSource(name: "API quota", argv: ["quota-left"], interval: 600)], runner: runner) { level, message in
+            delivered.all.withLock { $0.append("\(level.rawValue): \(message)") }
+        }
+        let task = Task { try await service.run() }
+        defer { task.cancel() }
+        await clock.waitForSleepers(1)
+        #expect(runner.runs.withLock { $0 } == 1)
+        #expect(delivered.list == ["warning: API quota battery low: 12% left"])
+        for run in 2...5 {
+            clock.advance(by: 600)
+            for _ in 0..<300 where runner.runs.withLock({ $0 }) < run { try await Task.sleep(for: .milliseconds(5)) }
+            await clock.waitForSleepers(1)
+        }
+        #expect(delivered.list == ["warning: API quota battery low: 12% left", "critical: API quota battery critical: 4% left"])
+        let state = try #require(try AlertRepository(database: database).states()["API quota"])
+        #expect(state.isUnreadable && state.failures == 3)
+        let shown = try AlertUseCases(store: DataStore(database: database), clock: clock, supplies: { [] }).overview()
+        #expect(shown.sources.first { $0.name == "API quota" }?.state == "unreadable")
+    }
 }

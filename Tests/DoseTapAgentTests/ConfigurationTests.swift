@@ -113,7 +113,10 @@ struct ConfigurationTests {
         ("[[\nalarm]", "line 1: expected a [table]"),
         ("[battery]\npoll_seconds = 60\n[\u{E6}\u{E6}battery]", "line 3: expected a [table]"),
         ("\ntime = [}\n", "line 2: expected a [table]"),
-        ("[alarm]\ntime = [\"06:30\"]", "line 2: expected a [table]"),
+        ("[alarm]\ntime = [[\"06:30\"]]", "line 2: expected a [table]"),
+        ("[alarm]\ntime = [\"06:30\"", "line 2: expected a [table]"),
+        ("[[alerts.command]\nname = \"x\"", "line 1: expected a [table]"),
+        ("[[alerts.command]]\ncommand = [\"a\", {b = 1}]", "line 2: expected a [table]"),
         ("[alarm]\ntime = \"\"\"06:30\"\"\"", "line 2: expected a [table]"),
         ("[alarm]\ntime = \"06:30\u{0}\"", "line 2: control character \\0 is not allowed"),
     ])
@@ -166,5 +169,59 @@ struct ConfigurationTests {
     func pollEdges() throws {
         #expect(try AgentConfiguration.parse("[battery]\npoll_seconds = 60").pollSeconds == 60)
         #expect(try AgentConfiguration.parse("[battery]\npoll_seconds = 3600").pollSeconds == 3600)
+    }
+
+    @Test("[[alerts.command]]: name, argv, interval and timeout; several; the defaults")
+    func alertCommands() throws {
+        let c = try AgentConfiguration.parse("""
+            [[alerts.command]]
+            name = "ups"
+            command = ["upsc", "ups@localhost", "battery.charge"]
+            interval = 120
+            timeout = 5
+
+            [[alerts.command]]
+            name = "API quota"
+            command = ['/usr/local/bin/quota-left', "--json",]
+            """)
+        #expect(c.alertCommands == [AlertCommandSource(name: "ups", argv: ["upsc", "ups@localhost", "battery.charge"], interval: 120, timeout: 5),
+                                    AlertCommandSource(name: "API quota", argv: ["/usr/local/bin/quota-left", "--json"], interval: 300, timeout: 10)])
+    }
+
+    @Test("bad [[alerts.command]] entries are refused in one line", arguments: [
+        ("[[alerts.command]]\nname = \"ups\"", "command must be a list"),
+        ("[[alerts.command]]\nname = \"ups\"\ncommand = []", "command must be a list"),
+        ("[[alerts.command]]\nname = \"ups\"\ncommand = [\"upsc\", 3]", "every item of command must be a non-empty string"),
+        ("[[alerts.command]]\nname = \"ups\"\ncommand = [\"\"]", "every item of command must be a non-empty string"),
+        ("[[alerts.command]]\ncommand = [\"upsc\"]", "name must be a few words"),
+        ("[[alerts.command]]\nname = \"  \"\ncommand = [\"upsc\"]", "name must be a few words"),
+        ("[[alerts.command]]\nname = \"ups\"\ncommand = [\"upsc\"]\ninterval = 59", "interval must be a whole number of seconds from 60"),
+        ("[[alerts.command]]\nname = \"ups\"\ncommand = [\"upsc\"]\ninterval = 1e9", "interval must be"),
+        ("[[alerts.command]]\nname = \"ups\"\ncommand = [\"upsc\"]\ntimeout = 0", "timeout must be a whole number of seconds from 1 to 60"),
+        ("[[alerts.command]]\nname = \"ups\"\ncommand = [\"upsc\"]\nshell = true", "unknown key 'shell'"),
+        ("[[alerts.command]]\nname = \"a\"\ncommand = [\"x\"]\n[[alerts.command]]\nname = \"a\"\ncommand = [\"y\"]", "name 'a' is used twice"),
+        ("[alerts]\ncommand = \"upsc\"", "alerts.command must be a list of [[alerts.command]] tables"),
+        ("[alerts]\nthreshold = 3", "unknown key 'alerts.threshold'"),
+        ("[alarm]\ntime = [\"06:30\"]", "alarm.time must be a string"),
+    ])
+    func badAlertCommands(text: String, message: String) {
+        #expect {
+            _ = try AgentConfiguration.parse(text)
+        } throws: { error in
+            let line = "\(error)"
+            return line.hasPrefix("config.toml: ") && line.contains(message) && !line.contains("\n")
+        }
+    }
+
+    @Test("a command's output: the first number is the percentage remaining, 0…100", arguments: [
+        ("42\n", 42.0), ("12.5%", 12.5), ("battery.charge: 100", 100), ("0", 0), ("3 of 4 left", 3), ("7.", 7), ("\u{1b}[1;32m58\u{1b}[0m%", 58),
+    ] as [(String, Double)])
+    func remaining(output: String, value: Double) {
+        #expect(AlertCommandSource.remaining(in: output) == value)
+    }
+
+    @Test("no usable percentage", arguments: ["", "none", "-5", "101", "١٢", "nan", "inf", "\u{1b}[31m"])
+    func noRemaining(output: String) {
+        #expect(AlertCommandSource.remaining(in: output) == nil)
     }
 }

@@ -23,10 +23,17 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
     private let logger: Logger
     private let deliver: @Sendable (_ level: AlertLevel, _ message: String) async -> Void
     private let snoozeTimer = Mutex<Task<Void, Never>?>(nil)
+    private let commands: [AlertCommandSource]
+    private let runner: (any CommandRunner)?
 
-    /// - Parameter deliver: plays one alert (the agent: `FeedbackNotifier`, event `usage-alert`).
+    /// - Parameters:
+    ///   - commands: the `[[alerts.command]]` sources, each run every `interval` seconds by `runner`.
+    ///   - deliver: plays one alert (the agent: `FeedbackNotifier`, event `usage-alert`).
     public init(database: DoseTapDatabase, events: EventBus, clock: any Scheduling, logger: Logger,
+                commands: [AlertCommandSource] = [], runner: (any CommandRunner)? = nil,
                 deliver: @escaping @Sendable (_ level: AlertLevel, _ message: String) async -> Void) {
+        self.commands = commands
+        self.runner = runner
         self.database = database
         self.events = events
         self.clock = clock
@@ -52,6 +59,11 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
                 group.addTask {
                     for await _ in wakes { await self.reconsider() }
                 }
+                if let runner = self.runner {
+                    for command in self.commands {
+                        group.addTask { await self.follow(command, runner: runner) }
+                    }
+                }
                 group.addTask {
                     for await event in stream {
                         switch event {
@@ -68,7 +80,8 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
                         }
                     }
                 }
-                await group.next()
+                // The event loop ends only with the bus or the service; the command loops run until then.
+                while await group.next() != nil, !Task.isCancelled {}
                 group.cancelAll()
             }
         }
@@ -84,6 +97,28 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
         snoozeTimer.withLock { timer in
             timer?.cancel()
             timer = task
+        }
+    }
+
+    /// A command source: run now, then every `interval` seconds (on the scheduling port). A run that fails,
+    /// prints no usable number or is killed at its timeout is a failed read (unreadable after 3).
+    func follow(_ command: AlertCommandSource, runner: any CommandRunner) async {
+        while !Task.isCancelled {
+            var usage: Double?
+            do {
+                let output = try await runner.output(of: command.argv, timeout: TimeInterval(command.timeout))
+                if let remaining = AlertCommandSource.remaining(in: output) {
+                    usage = 100 - remaining
+                } else {
+                    logger.notice("alert command printed no percentage (0…100) first", metadata: [
+                        "source": "\(DisplayText.escaped(command.name))", "output": "\(DisplayText.escaped(output, maxLength: 80))",
+                    ])
+                }
+            } catch {
+                logger.notice("alert command failed", metadata: ["source": "\(DisplayText.escaped(command.name))", "error": "\(error)"])
+            }
+            await observe([AlertSourceReading(name: command.name, kind: .command, usage: usage)])
+            if await clock.sleep(for: TimeInterval(command.interval)) == .cancelled { return }
         }
     }
 

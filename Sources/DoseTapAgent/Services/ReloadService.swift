@@ -23,6 +23,9 @@ struct ReloadService: Service, CustomStringConvertible {
             notifier.notify("RELOADING=1")
             do {
                 let fresh = try AgentConfiguration.load(from: paths.configFile)
+                if fresh.alertCommands != configuration.current.alertCommands {
+                    logger.notice("[[alerts.command]] changed: it applies when the agent restarts (systemctl --user restart dosetap)")
+                }
                 configuration.replace(fresh)
                 monitor.reevaluate()
                 logger.info("configuration reloaded", metadata: ["alarm": "\(fresh.alarm.map(\.description) ?? "none")"])

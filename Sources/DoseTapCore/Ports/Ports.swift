@@ -90,3 +90,10 @@ extension Scheduling {
         await sleep(until: now().addingTimeInterval(seconds))
     }
 }
+
+/// Runs a program without a shell and returns what it printed.
+public protocol CommandRunner: Sendable {
+    /// The standard output of `argv` (at most 64 KiB), or a one-line reason: it could not start, it failed
+    /// (a non-zero exit), or it ran past `timeout` seconds and was killed (with everything it started).
+    func output(of argv: [String], timeout: TimeInterval) async throws -> String
+}

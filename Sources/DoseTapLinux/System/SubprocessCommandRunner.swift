@@ -1,0 +1,66 @@
+import DoseTapCore
+import Foundation
+import Subprocess
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A one-line reason a command gave no output to use.
+public struct CommandError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// `CommandRunner` with swift-subprocess: the program is found on `PATH` (or given by path), never run
+/// through a shell, in a process group of its own; at the timeout the whole group is killed (a script's
+/// `sleep` as well, or its output pipe would stay open). The timeout waits on the scheduling port.
+public struct SubprocessCommandRunner: CommandRunner {
+    private let clock: any Scheduling
+    public static let outputLimit = 64 * 1024
+
+    public init(clock: any Scheduling) {
+        self.clock = clock
+    }
+
+    public func output(of argv: [String], timeout: TimeInterval) async throws -> String {
+        guard let program = argv.first, !program.isEmpty else { throw CommandError("no program to run") }
+        let executable: Executable = program.contains("/") ? .path(.init(program)) : .name(program)
+        var options = PlatformOptions()
+        options.processGroupID = 0
+        let clock = self.clock
+        let output: String
+        let status: TerminationStatus
+        do {
+            let result = try await Subprocess.run(executable, arguments: Arguments(Array(argv.dropFirst())), environment: .inherit,
+                                              platformOptions: options, input: .none, output: .sequence, error: .discarded) { execution in
+                let pid = execution.processIdentifier.value
+                let timer = Task { () -> Bool in
+                    guard await clock.sleep(for: timeout) == .due else { return false }
+                    kill(-pid, SIGKILL)
+                    return true
+                }
+                var bytes: [UInt8] = []
+                for try await chunk in execution.standardOutput {
+                    chunk.withUnsafeBytes { buffer in
+                        bytes.append(contentsOf: buffer.prefix(max(0, Self.outputLimit - bytes.count)))
+                    }
+                }
+                timer.cancel()
+                return (String(decoding: bytes, as: UTF8.self), await timer.value)
+            }
+            if result.closureResult.1 {
+                throw CommandError("\(program) ran longer than \(Int(timeout)) s and was killed")
+            }
+            output = result.closureResult.0
+            status = result.terminationStatus
+        } catch let error as CommandError {
+            throw error
+        } catch {
+            throw CommandError("\(program) could not run: \(error)")
+        }
+        guard status.isSuccess else {
+            throw CommandError("\(program) failed (\(status))")
+        }
+        return output
+    }
+}
