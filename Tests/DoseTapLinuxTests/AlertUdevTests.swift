@@ -1,0 +1,71 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// Usage alerts end to end in-process: the real udev adapter on a umockdev laptop and Bluetooth mouse,
+/// drained by uevents, the battery monitor, the event bus, `AlertService` and the store. (In
+/// `UdevFixtures`: a testbed replaces /sys for the whole process.)
+extension UdevFixtures {
+    @Suite("Usage alerts on umockdev batteries")
+    struct AlertUdevTests {
+        static let laptop = "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/PNP0C0A:00/power_supply/BAT0"
+        static let mouse = "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-2/1-2:1.2/0003:046D:C52B.0003/0003:046D:4082.0004/power_supply/hidpp_battery_0"
+
+        final class Delivered: Sendable {
+            let all = Mutex<[String]>([])
+        }
+
+        @Test("a laptop and a scope=Device mouse drained by uevents: warning then critical, once each, in the history")
+        func drained() async throws {
+            try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (scripts/run-tests.sh)")
+            let scenario = try #require(try Fixtures.powerSupplyScenarios().first { $0.name == "mouse-beside-laptop" })
+            let testbed = UmockdevTestbed()
+            try testbed.add(scenario.umockdev)
+            let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_000))
+            let bus = EventBus()
+            let delivered = Delivered()
+            let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-alert-udev-\(UUID().uuidString)")
+            let database = try DoseTapDatabase(directory: dir)
+            let alerts = AlertService(database: database, events: bus, clock: clock, logger: logger) { level, message in
+                delivered.all.withLock { $0.append("\(level.rawValue): \(message)") }
+            }
+            let (evaluated, evaluations) = AsyncStream<BatteryStatus>.makeStream()
+            let monitor = BatteryMonitor(source: try UdevPowerSupplySource(), history: nil, clock: clock,
+                                         configuration: ConfigurationHolder(AgentConfiguration()), logger: logger, events: bus,
+                                         onEvaluated: { evaluations.yield($0) })
+            let alertTask = Task { try await alerts.run() }
+            try await Task.sleep(for: .milliseconds(50))  // the alert service subscribes before the first reading
+            let monitorTask = Task { try await monitor.run() }
+            var readings = evaluated.makeAsyncIterator()
+            _ = await readings.next()
+            func set(_ path: String, _ capacity: Int) async throws {
+                testbed.setAttribute(path, "capacity", "\(capacity)")
+                testbed.uevent(path, action: "change")
+                _ = try #require(await readings.next())
+            }
+            // Mouse 40 → 14 % (86 % used: warning) → 13 → 4 % (critical) → 3; laptop 42 → 15 (warning) → 5 (critical).
+            for (path, capacity) in [(Self.mouse, 14), (Self.mouse, 13), (Self.mouse, 4), (Self.mouse, 3), (Self.laptop, 15), (Self.laptop, 5)] {
+                try await set(path, capacity)
+            }
+            for _ in 0..<300 where delivered.all.withLock({ $0.count }) < 4 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(50))
+            bus.finish()
+            monitorTask.cancel()
+            alertTask.cancel()
+            #expect(delivered.all.withLock { $0 } == [
+                "warning: MX Master 3 battery low: 14% left", "critical: MX Master 3 battery critical: 4% left",
+                "warning: Primary battery low: 15% left", "critical: Primary battery critical: 5% left",
+            ])
+            let history = try AlertRepository(database: database).history()
+            #expect(history.map { "\($0.source) \($0.level.rawValue)" } == ["Primary critical", "Primary warning", "MX Master 3 critical", "MX Master 3 warning"])
+            withExtendedLifetime(testbed) {}
+        }
+    }
+}
