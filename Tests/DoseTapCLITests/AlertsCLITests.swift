@@ -67,4 +67,15 @@ struct AlertsCLITests {
         let show = try cli.json(try await cli.run(["alerts", "show", "--json"]).out)
         #expect(show["warning"] as? Int == 85 && show["critical"] as? Int == 95)
     }
+
+    @Test("a snooze ends on its own: still on a minute before, over a second after (faketime)")
+    func snoozeExpires() async throws {
+        let cli = try CLI()
+        let set = try await cli.run(["alerts", "snooze", "1h"], fakeTime: "2026-05-04 21:00:00")
+        #expect(set.out == "Alerts snoozed until Mon 2026-05-04 22:00 GMT.\n", "\(set.out) \(set.err)")
+        let before = try cli.json(try await cli.run(["alerts", "show", "--json"], fakeTime: "2026-05-04 21:59:00").out)
+        #expect(before["snoozedUntil"] as? String == "2026-05-04T22:00:00Z")
+        let after = try cli.json(try await cli.run(["alerts", "show", "--json"], fakeTime: "2026-05-04 22:00:01").out)
+        #expect(after["snoozedUntil"] is NSNull)
+    }
 }
