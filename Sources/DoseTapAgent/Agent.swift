@@ -95,7 +95,7 @@ public enum Agent {
                                   logger: logger, events: events, databaseChanges: watcher?.changes())
         // Usage alerts for every battery (#13): readings in, `usage-alert` out.
         let usageAlerts = AlertUseCases(store: store, clock: SystemClock(), supplies: { ((try? source.snapshot()) ?? []).map(PowerSupplyReading.init(raw:)) },
-                                        events: events)
+                                        events: events, commands: configuration.current.alertCommands.map(\.name))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: alarms),
             .init(service: AlertService(database: database, events: events, clock: TimerFDScheduler.shared, logger: logger,

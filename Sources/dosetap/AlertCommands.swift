@@ -12,8 +12,11 @@ struct AlertsCommand: ParsableCommand {
         subcommands: [Show.self, SetThresholds.self, Source.self, Snooze.self, History.self, Template.self]
     )
 
+    /// The use cases, with the command sources of config.toml (a config that cannot be read lists none:
+    /// the agent, which must read it, says why).
     static func useCases(_ location: LocationOptions) -> AlertUseCases {
-        AlertUseCases(store: DataStore(directory: location.paths.dataDirectory))
+        let commands = (try? AgentConfiguration.load(from: location.paths.configFile))?.alertCommands.map(\.name) ?? []
+        return AlertUseCases(store: DataStore(directory: location.paths.dataDirectory), commands: commands)
     }
 
     /// A percentage threshold: a whole number in ASCII digits.

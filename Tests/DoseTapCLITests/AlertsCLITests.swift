@@ -78,4 +78,20 @@ struct AlertsCLITests {
         let after = try cli.json(try await cli.run(["alerts", "show", "--json"], fakeTime: "2026-05-04 22:00:01").out)
         #expect(after["snoozedUntil"] is NSNull)
     }
+
+    @Test("a command source of config.toml is listed before its first run (kind command, not read yet), and can be turned off")
+    func commandSourceListed() async throws {
+        let cli = try CLI()
+        try cli.writeConfig("""
+            [[alerts.command]]
+            name = "API quota"
+            command = ["quota-left", "--percent"]
+            """)
+        let shown = try cli.json(try await cli.run(["alerts", "show", "--json"], scenario: "no-supplies").out)
+        let sources = try #require(shown["sources"] as? [[String: Any]])
+        let quota = try #require(sources.first { $0["name"] as? String == "API quota" })
+        #expect(quota["kind"] as? String == "command" && quota["usage"] is NSNull && quota["state"] as? String == "unreadable")
+        let off = try await cli.run(["alerts", "source", "API quota", "--disable"], scenario: "no-supplies")
+        #expect(off.exitCode == 0 && off.out == "API quota: alerts off\n", "\(off.out) \(off.err)")
+    }
 }

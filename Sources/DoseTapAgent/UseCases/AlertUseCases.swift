@@ -28,17 +28,22 @@ public struct AlertUseCases: Sendable {
     private let clock: any WallClock
     private let supplies: @Sendable () -> [PowerSupplyReading]
     private let events: EventBus?
+    private let commands: [String]
 
-    /// - Parameter supplies: the power supplies now; by default the machine's, through udev (none when udev
-    ///   cannot be read).
+    /// - Parameters:
+    ///   - supplies: the power supplies now; by default the machine's, through udev (none when udev cannot
+    ///     be read).
+    ///   - commands: the names of the `[[alerts.command]]` sources of config.toml (listed before their first
+    ///     run, with the usage the agent last read).
     public init(store: DataStore, clock: any WallClock = SystemClock(),
                 supplies: @escaping @Sendable () -> [PowerSupplyReading] = {
                     ((try? UdevPowerSupplySource().snapshot()) ?? []).map(PowerSupplyReading.init(raw:))
-                }, events: EventBus? = nil) {
+                }, events: EventBus? = nil, commands: [String] = []) {
         self.store = store
         self.clock = clock
         self.supplies = supplies
         self.events = events
+        self.commands = commands
     }
 
     /// The sources that can be read now: batteries among the power supplies, and the buttons' cells.
@@ -51,17 +56,10 @@ public struct AlertUseCases: Sendable {
     /// listed with its last usage.
     public func overview() throws -> AlertOverview {
         let readings = try readings()
-        guard let database = try store.openForReading() else {
-            let settings = AlertSettings()
-            return AlertOverview(settings: settings, sources: readings.map {
-                AlertSourceView(name: $0.name, kind: $0.kind, usage: $0.usage, thresholds: settings.thresholds, enabled: true,
-                                state: AlertRules.state(usage: $0.usage, state: AlertSourceState(), thresholds: settings.thresholds))
-            })
-        }
-        let repository = AlertRepository(database: database)
-        let settings = try repository.settings()
-        let overrides = try repository.overrides()
-        let states = try repository.states()
+        let repository = try store.openForReading().map { AlertRepository(database: $0) }
+        let settings = try repository?.settings() ?? AlertSettings()
+        let overrides = try repository?.overrides() ?? [:]
+        let states = try repository?.states() ?? [:]
         var sources: [AlertSourceView] = []
         func view(_ name: String, _ kind: AlertSourceReading.Kind, _ usage: Double?) -> AlertSourceView {
             let own = overrides[name] ?? AlertSourceOverride()
@@ -71,7 +69,10 @@ public struct AlertUseCases: Sendable {
                                    state: own.enabled ? AlertRules.state(usage: usage, state: state, thresholds: thresholds) : "off")
         }
         for reading in readings { sources.append(view(reading.name, reading.kind, reading.usage)) }
-        let present = Set(readings.map(\.name))
+        for name in commands where !readings.contains(where: { $0.name == name }) {
+            sources.append(view(name, .command, nil))
+        }
+        let present = Set(readings.map(\.name)).union(commands)
         for name in Set(overrides.keys).union(states.keys).subtracting(present).sorted() {
             sources.append(view(name, name.hasPrefix("button:") ? .button : .system, nil))
         }
@@ -105,7 +106,7 @@ public struct AlertUseCases: Sendable {
     public func changeSource(_ name: String, _ changes: [SourceChange]) throws -> AlertSourceView {
         let database = try store.open()
         let repository = AlertRepository(database: database)
-        let known = Set(try readings().map(\.name)).union(try repository.overrides().keys).union(try repository.states().keys)
+        let known = Set(try readings().map(\.name)).union(commands).union(try repository.overrides().keys).union(try repository.states().keys)
         guard known.contains(name) else {
             throw UseCaseError("no source '\(DisplayText.escaped(name, maxLength: 80))': see dosetap alerts show")
         }

@@ -35,7 +35,8 @@ public struct SubprocessCommandRunner: CommandRunner {
                                               platformOptions: options, input: .none, output: .sequence, error: .discarded) { execution in
                 let pid = execution.processIdentifier.value
                 let timer = Task { () -> Bool in
-                    guard await clock.sleep(for: timeout) == .due else { return false }
+                    // Elapsed time: a wall-clock step (NTP, a test setting the clock) does not end it early or never.
+                    guard await clock.sleep(elapsing: .milliseconds(Int64((timeout * 1000).rounded()))) else { return false }
                     kill(-pid, SIGKILL)
                     return true
                 }
