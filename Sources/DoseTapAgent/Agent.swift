@@ -99,7 +99,7 @@ public enum Agent {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: alarms),
             .init(service: AlertService(database: database, events: events, clock: TimerFDScheduler.shared, logger: logger,
-                                        commands: configuration.current.alertCommands,
+                                        commands: { configuration.current.alertCommands },
                                         runner: SubprocessCommandRunner(clock: TimerFDScheduler.shared),
                                         deliver: AlertService.feedbackDelivery(feedback))),
             // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
@@ -108,7 +108,7 @@ public enum Agent {
             .init(service: monitor),
             .init(service: scheduler),
             .init(service: ReloadService(paths: paths, configuration: configuration, monitor: monitor,
-                                         notifier: notifier, logger: logger, signals: hangups)),
+                                         notifier: notifier, logger: logger, signals: hangups, events: events)),
         ]
         if let desktop = devices.desktop {
             services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger,

@@ -170,7 +170,7 @@ struct AlertServiceTests {
         let runner = ScriptedRunner([.success("12\n"), .success("quota: 4 %"), .failure(CommandError("quota-left failed (exited(1))")),
                                      .success("no number"), .failure(CommandError("quota-left ran longer than 10 s and was killed"))])
         let service = AlertService(database: database, events: bus, clock: clock, logger: Logger(label: "t"),
-                                   commands: [AlertCommandSource(name: "API quota", argv: ["quota-left"], interval: 600)], runner: runner) { level, message in
+                                   commands: { [AlertCommandSource(name: "API quota", argv: ["quota-left"], interval: 600)] }, runner: runner) { level, message in
             delivered.all.withLock { $0.append("\(level.rawValue): \(message)") }
         }
         let task = Task { try await service.run() }
@@ -188,5 +188,40 @@ struct AlertServiceTests {
         #expect(state.isUnreadable && state.failures == 3)
         let shown = try AlertUseCases(store: DataStore(database: database), clock: clock, supplies: { [] }).overview()
         #expect(shown.sources.first { $0.name == "API quota" }?.state == "unreadable")
+    }
+
+    final class ArgvRecorder: CommandRunner {
+        let seen = Mutex<[[String]]>([])
+        func output(of argv: [String], timeout: TimeInterval) async throws -> String {
+            seen.withLock { $0.append(argv) }
+            return "50"
+        }
+    }
+
+    @Test("a reload of config.toml that changes the commands starts the new ones and stops the old; an unchanged reload restarts nothing")
+    func reloadCommands() async throws {
+        let database = try DoseTapDatabase(directory: freshDataFolder("dosetap-alert-svc"))
+        let bus = EventBus()
+        let configured = Mutex([AlertCommandSource(name: "old", argv: ["old-quota"], interval: 600)])
+        let runner = ArgvRecorder()
+        let service = AlertService(database: database, events: bus, clock: clock, logger: Logger(label: "t"),
+                                   commands: { configured.withLock { $0 } }, runner: runner) { _, _ in }
+        let task = Task { try await service.run() }
+        defer { task.cancel() }
+        await clock.waitForSleepers(1)
+        #expect(runner.seen.withLock { $0 } == [["old-quota"]])
+        bus.publish(.configurationReloaded)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(runner.seen.withLock { $0 } == [["old-quota"]], "unchanged: not run again")
+        configured.withLock { $0 = [AlertCommandSource(name: "new", argv: ["new-quota", "--left"], interval: 600)] }
+        bus.publish(.configurationReloaded)
+        for _ in 0..<300 where runner.seen.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        await clock.waitForSleepers(1)
+        #expect(runner.seen.withLock { $0 } == [["old-quota"], ["new-quota", "--left"]])
+        clock.advance(by: 600)
+        for _ in 0..<300 where runner.seen.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(runner.seen.withLock { $0 }.last == ["new-quota", "--left"])
+        #expect(runner.seen.withLock { $0 }.filter { $0 == ["old-quota"] }.count == 1, "the old command's loop stopped")
     }
 }

@@ -16,6 +16,8 @@ public enum AgentEvent: Sendable, Equatable {
     case buttonPressed(address: String, gesture: String)
     case buttonBattery(name: String, level: Double)
     case settingsChanged
+    /// config.toml was read again (SIGHUP) and accepted.
+    case configurationReloaded
     /// An alarm started ringing (or rings again after a restart of the agent).
     case alarmRinging(AlarmRing, Alarm)
     /// A ring ended: stopped, snoozed or missed (by whom is in the ring).

@@ -23,14 +23,15 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
     private let logger: Logger
     private let deliver: @Sendable (_ level: AlertLevel, _ message: String) async -> Void
     private let snoozeTimer = Mutex<Task<Void, Never>?>(nil)
-    private let commands: [AlertCommandSource]
+    private let commands: @Sendable () -> [AlertCommandSource]
     private let runner: (any CommandRunner)?
 
     /// - Parameters:
-    ///   - commands: the `[[alerts.command]]` sources, each run every `interval` seconds by `runner`.
+    ///   - commands: the `[[alerts.command]]` sources now (read again after each reload of config.toml),
+    ///     each run every `interval` seconds by `runner`.
     ///   - deliver: plays one alert (the agent: `FeedbackNotifier`, event `usage-alert`).
     public init(database: DoseTapDatabase, events: EventBus, clock: any Scheduling, logger: Logger,
-                commands: [AlertCommandSource] = [], runner: (any CommandRunner)? = nil,
+                commands: @escaping @Sendable () -> [AlertCommandSource] = { [] }, runner: (any CommandRunner)? = nil,
                 deliver: @escaping @Sendable (_ level: AlertLevel, _ message: String) async -> Void) {
         self.commands = commands
         self.runner = runner
@@ -60,9 +61,7 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
                     for await _ in wakes { await self.reconsider() }
                 }
                 if let runner = self.runner {
-                    for command in self.commands {
-                        group.addTask { await self.follow(command, runner: runner) }
-                    }
+                    group.addTask { await self.followCommands(runner: runner) }
                 }
                 group.addTask {
                     for await event in stream {
@@ -97,6 +96,23 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
         snoozeTimer.withLock { timer in
             timer?.cancel()
             timer = task
+        }
+    }
+
+    /// The command sources, started again whenever a reload of config.toml changed them.
+    private func followCommands(runner: any CommandRunner) async {
+        let reloads = events.subscribe()
+        var current = commands()
+        var loops = current.map { command in Task { await self.follow(command, runner: runner) } }
+        defer { loops.forEach { $0.cancel() } }
+        for await event in reloads {
+            guard case .configurationReloaded = event else { continue }
+            let fresh = commands()
+            guard fresh != current else { continue }
+            loops.forEach { $0.cancel() }
+            current = fresh
+            loops = current.map { command in Task { await self.follow(command, runner: runner) } }
+            logger.notice("alert commands reloaded", metadata: ["commands": "\(current.map { DisplayText.escaped($0.name) }.joined(separator: ", "))"])
         }
     }
 

@@ -17,17 +17,17 @@ struct ReloadService: Service, CustomStringConvertible {
     let notifier: SystemdNotifier
     let logger: Logger
     let signals: UnixSignalsSequence
+    /// Told `.configurationReloaded` after a good reload (the usage alerts' command sources follow it).
+    var events: EventBus? = nil
 
     func run() async throws {
         for await _ in signals.cancelOnGracefulShutdown() {
             notifier.notify("RELOADING=1")
             do {
                 let fresh = try AgentConfiguration.load(from: paths.configFile)
-                if fresh.alertCommands != configuration.current.alertCommands {
-                    logger.notice("[[alerts.command]] changed: it applies when the agent restarts (systemctl --user restart dosetap)")
-                }
                 configuration.replace(fresh)
                 monitor.reevaluate()
+                events?.publish(.configurationReloaded)
                 logger.info("configuration reloaded", metadata: ["alarm": "\(fresh.alarm.map(\.description) ?? "none")"])
             } catch {
                 logger.error("configuration rejected, keeping the previous one", metadata: ["error": "\(error)"])
