@@ -5,6 +5,7 @@ import DoseTapStore
 import DoseTapTesting
 import Foundation
 import Logging
+import Subprocess
 import Synchronization
 import Testing
 
@@ -66,6 +67,67 @@ extension UdevFixtures {
             let history = try AlertRepository(database: database).history()
             #expect(history.map { "\($0.source) \($0.level.rawValue)" } == ["Primary critical", "Primary warning", "MX Master 3 critical", "MX Master 3 warning"])
             withExtendedLifetime(testbed) {}
+        }
+
+        /// The agent binary in this testbed (it inherits libumockdev-preload and UMOCKDEV_DIR), drained by
+        /// uevents sent from here: each level is said once, in its log.
+        @Test("the real agent binary on a laptop and a mouse drained by uevents: each alert once")
+        func agentDrained() async throws {
+            try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (scripts/run-tests.sh)")
+            let binary = try #require(ProcessInfo.processInfo.environment["DOSETAP_BIN"], "DOSETAP_BIN names the dosetap binary (scripts/run-tests.sh)")
+            let scenario = try #require(try Fixtures.powerSupplyScenarios().first { $0.name == "mouse-beside-laptop" })
+            let testbed = UmockdevTestbed()
+            try testbed.add(scenario.umockdev)
+            let home = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-alert-agent-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: home) }
+            let environment = Environment.inherit.updating([
+                "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "TZ": "UTC",
+                "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent",
+                "DOSETAP_AUDIO_DEVICE": "null",
+            ])
+            let log = Lines()
+            let result = try await Subprocess.run(.path(.init(binary)), arguments: ["agent"], environment: environment,
+                                                  input: .none, output: .discarded, error: .sequence) { execution in
+                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                #expect(try await log.wait(for: "agent ready"), "\(log.all.joined(separator: "\n"))")
+                // Mouse 40 → 14 % (warning) → 13 → 4 % (critical) → 3; laptop 42 → 15 (warning) → 5 (critical).
+                for (path, capacity, expected) in [(Self.mouse, 14, "MX Master 3 battery low: 14% left"), (Self.mouse, 13, nil),
+                                                   (Self.mouse, 4, "MX Master 3 battery critical: 4% left"), (Self.mouse, 3, nil),
+                                                   (Self.laptop, 15, "Primary battery low: 15% left"),
+                                                   (Self.laptop, 5, "Primary battery critical: 5% left")] as [(String, Int, String?)] {
+                    testbed.setAttribute(path, "capacity", "\(capacity)")
+                    testbed.uevent(path, action: "change")
+                    if let expected {
+                        #expect(try await log.wait(for: expected), "\(log.all.joined(separator: "\n"))")
+                    } else {
+                        try await Task.sleep(for: .milliseconds(300))
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                try execution.send(signal: .terminate)
+                _ = try? await reader.value
+            }
+            #expect(result.terminationStatus == .exited(0))
+            let alerts = log.all.filter { $0.contains("battery low:") || $0.contains("battery critical:") }
+            #expect(alerts.count == 4, "each once: \(alerts.joined(separator: "\n"))")
+            withExtendedLifetime(testbed) {}
+        }
+
+        /// Lines of a child's stderr, with a wait for one that contains a text.
+        final class Lines: Sendable {
+            private let lines = Mutex<[String]>([])
+            func append(_ line: String) { lines.withLock { $0.append(line) } }
+            var all: [String] { lines.withLock { $0 } }
+            func wait(for text: String, timeout: Double = 10) async throws -> Bool {
+                let end = Date().addingTimeInterval(timeout)
+                while Date() < end {
+                    if all.contains(where: { $0.contains(text) }) { return true }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                return all.contains(where: { $0.contains(text) })
+            }
         }
     }
 }

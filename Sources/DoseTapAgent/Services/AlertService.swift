@@ -193,7 +193,7 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
             states[name] = state
             if let record {
                 let message = settings.template(record.level).render(source: DisplayText.escaped(name), usage: record.usage, level: record.level)
-                logger.warning("\(message)", metadata: ["source": "\(DisplayText.escaped(name))", "level": "\(record.level.rawValue)"])
+                // The feedback path logs it (event usage-alert) with the sound and vibration it plays.
                 await deliver(record.level, message)
             }
         }
