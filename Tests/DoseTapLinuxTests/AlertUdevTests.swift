@@ -71,7 +71,7 @@ extension UdevFixtures {
 
         /// The agent binary in this testbed (it inherits libumockdev-preload and UMOCKDEV_DIR), drained by
         /// uevents sent from here: each level is said once, in its log.
-        @Test("the real agent binary on a laptop and a mouse drained by uevents: each alert once")
+        @Test("the real agent binary on a laptop and a mouse drained by uevents: each alert once, on the notification daemon")
         func agentDrained() async throws {
             try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (scripts/run-tests.sh)")
             let binary = try #require(ProcessInfo.processInfo.environment["DOSETAP_BIN"], "DOSETAP_BIN names the dosetap binary (scripts/run-tests.sh)")
@@ -81,38 +81,59 @@ extension UdevFixtures {
             let home = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-alert-agent-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: home) }
-            let environment = Environment.inherit.updating([
-                "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
-                "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "TZ": "UTC",
-                "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent",
-                "DOSETAP_AUDIO_DEVICE": "null",
-            ])
-            let log = Lines()
-            let result = try await Subprocess.run(.path(.init(binary)), arguments: ["agent"], environment: environment,
-                                                  input: .none, output: .discarded, error: .sequence) { execution in
-                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
-                #expect(try await log.wait(for: "agent ready"), "\(log.all.joined(separator: "\n"))")
-                // Mouse 40 → 14 % (warning) → 13 → 4 % (critical) → 3; laptop 42 → 15 (warning) → 5 (critical).
-                for (path, capacity, expected) in [(Self.mouse, 14, "MX Master 3 battery low: 14% left"), (Self.mouse, 13, nil),
-                                                   (Self.mouse, 4, "MX Master 3 battery critical: 4% left"), (Self.mouse, 3, nil),
-                                                   (Self.laptop, 15, "Primary battery low: 15% left"),
-                                                   (Self.laptop, 5, "Primary battery critical: 5% left")] as [(String, Int, String?)] {
-                    testbed.setAttribute(path, "capacity", "\(capacity)")
-                    testbed.uevent(path, action: "change")
-                    if let expected {
-                        #expect(try await log.wait(for: expected), "\(log.all.joined(separator: "\n"))")
-                    } else {
-                        try await Task.sleep(for: .milliseconds(300))
+            // The notification daemon of python-dbusmock on a private session bus (its processes run under the
+            // same preload, which leaves D-Bus alone). The testbed is used from one task at a time, in order.
+            let box = TestbedBox(testbed)
+            try await PrivateBus.run(mockTemplate: "notification_daemon") { session in
+                let testbed = box.testbed
+                let environment = Environment.inherit.updating([
+                    "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+                    "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "TZ": "UTC",
+                    "DBUS_SESSION_BUS_ADDRESS": session.address, "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent",
+                    "DOSETAP_AUDIO_DEVICE": "null",
+                ])
+                let log = Lines()
+                let result = try await Subprocess.run(.path(.init(binary)), arguments: ["agent"], environment: environment,
+                                                      input: .none, output: .discarded, error: .sequence) { execution in
+                    let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                    #expect(try await log.wait(for: "agent ready"), "\(log.all.joined(separator: "\n"))")
+                    // Mouse 40 → 14 % (warning) → 13 → 4 % (critical) → 3; laptop 42 → 15 (warning) → 5 (critical).
+                    for (path, capacity, expected) in [(Self.mouse, 14, "MX Master 3 battery low: 14% left"), (Self.mouse, 13, nil),
+                                                       (Self.mouse, 4, "MX Master 3 battery critical: 4% left"), (Self.mouse, 3, nil),
+                                                       (Self.laptop, 15, "Primary battery low: 15% left"),
+                                                       (Self.laptop, 5, "Primary battery critical: 5% left")] as [(String, Int, String?)] {
+                        testbed.setAttribute(path, "capacity", "\(capacity)")
+                        testbed.uevent(path, action: "change")
+                        if let expected {
+                            #expect(try await log.wait(for: expected), "\(log.all.joined(separator: "\n"))")
+                        } else {
+                            try await Task.sleep(for: .milliseconds(300))
+                        }
                     }
+                    try await Task.sleep(for: .milliseconds(500))
+                    try execution.send(signal: .terminate)
+                    _ = try? await reader.value
                 }
-                try await Task.sleep(for: .milliseconds(500))
-                try execution.send(signal: .terminate)
-                _ = try? await reader.value
+                #expect(result.terminationStatus == .exited(0))
+                let alerts = log.all.filter { $0.contains("battery low:") || $0.contains("battery critical:") }
+                #expect(alerts.count == 4, "each once: \(alerts.joined(separator: "\n"))")
+                let desktop = try DBusConnection(bus: .address(session.address))
+                let reply = try await desktop.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                                                   interface: "org.freedesktop.DBus.Mock", member: "GetMethodCalls", arguments: [.string("Notify")])
+                let shown = (reply.first?.array ?? []).compactMap { call -> (String, DBusValue?)? in
+                    guard case .structure(let fields) = call, fields.count == 2, let args = fields[1].array, args.count == 8 else { return nil }
+                    return (args[3].string ?? "", args[6].stringKeyed?["urgency"])
+                }
+                #expect(shown.map(\.0) == ["MX Master 3 battery low: 14% left", "MX Master 3 battery critical: 4% left",
+                                           "Primary battery low: 15% left", "Primary battery critical: 5% left"])
+                #expect(shown.map(\.1) == [.byte(1), .byte(2), .byte(1), .byte(2)])
             }
-            #expect(result.terminationStatus == .exited(0))
-            let alerts = log.all.filter { $0.contains("battery low:") || $0.contains("battery critical:") }
-            #expect(alerts.count == 4, "each once: \(alerts.joined(separator: "\n"))")
             withExtendedLifetime(testbed) {}
+        }
+
+        final class TestbedBox: @unchecked Sendable {
+            let testbed: UmockdevTestbed
+            init(_ testbed: UmockdevTestbed) { self.testbed = testbed }
         }
 
         /// Lines of a child's stderr, with a wait for one that contains a text.
