@@ -5,13 +5,16 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run test build release deps deps-test bench fuzz sanitize clean
+.PHONY: run test build release deps deps-test deps-bench bench fuzz sanitize clean
 
 deps:
 	@scripts/install-deps.sh run
 
 deps-test:
 	@scripts/install-deps.sh test
+
+deps-bench:
+	@scripts/install-deps.sh bench
 
 build: deps
 	$(SWIFT) build --product dosetap
@@ -25,7 +28,7 @@ run: build
 test: deps-test
 	scripts/run-tests.sh
 
-bench: release deps-test
+bench: release deps-bench
 	Benchmarks/cli-latency.sh
 	Benchmarks/idle-footprint.sh
 

@@ -3,14 +3,18 @@
 # Non-interactive; does nothing when everything is already installed.
 #   scripts/install-deps.sh run    # what `make run` needs
 #   scripts/install-deps.sh test   # what `make test` needs (adds the fixture tools)
+#   scripts/install-deps.sh bench  # what `make bench` needs (adds upower, the idle benchmark's yardstick)
 set -euo pipefail
 
 run_packages=(pkg-config libudev-dev libsqlite3-dev libdbus-1-dev linux-libc-dev)
 test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime sqlite3 python3 dbus-daemon dbus-bin python3-dbusmock sox libsox-fmt-all alsa-utils sound-theme-freedesktop python3-venv util-linux)
 
 packages=("${run_packages[@]}")
-if [[ "${1:-run}" == test ]]; then
+if [[ "${1:-run}" == test || "${1:-run}" == bench ]]; then
   packages+=("${test_packages[@]}")
+fi
+if [[ "${1:-run}" == bench ]]; then
+  packages+=(upower)
 fi
 
 missing=()
