@@ -29,13 +29,31 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var alarm: TimeOfDay?
     public var pollSeconds: Int
     public var alertCommands: [AlertCommandSource]
+    /// `[household] name`: how backups name the household ("Jen's family").
+    public var householdName: String?
+    /// `[household] device`: this machine's name among the household's agents (default: the host name).
+    public var deviceName: String?
+    /// `[mqtt]`: the household's broker, when one is configured.
+    public var mqtt: MQTTSettings?
 
     public static let pollRange = 60...3600
 
-    public init(alarm: TimeOfDay? = nil, pollSeconds: Int = 60, alertCommands: [AlertCommandSource] = []) {
+    public init(alarm: TimeOfDay? = nil, pollSeconds: Int = 60, alertCommands: [AlertCommandSource] = [],
+                householdName: String? = nil, deviceName: String? = nil, mqtt: MQTTSettings? = nil) {
         self.alarm = alarm
         self.pollSeconds = pollSeconds
         self.alertCommands = alertCommands
+        self.householdName = householdName
+        self.deviceName = deviceName
+        self.mqtt = mqtt
+    }
+
+    /// This machine's name in the household: `[household] device`, else the host name.
+    public var device: String {
+        if let deviceName { return deviceName }
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The largest config.toml read (a few lines are expected).
@@ -126,7 +144,8 @@ public struct AgentConfiguration: Sendable, Equatable {
             throw ConfigurationError("\(source): \(error)")
         }
         var config = AgentConfiguration()
-        let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"]]
+        let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"],
+                                            "household": ["name", "device"], "mqtt": ["url", "username", "password_file", "ca_file"]]
         for key in table.keys {
             guard let allowed = known[key] else { throw ConfigurationError("\(source): unknown section '\(key)'") }
             guard let section = table[key]?.table else {
@@ -149,6 +168,23 @@ public struct AgentConfiguration: Sendable, Equatable {
                 throw ConfigurationError("\(source): battery.poll_seconds must be a whole number from \(pollRange.lowerBound) to \(pollRange.upperBound)")
             }
             config.pollSeconds = seconds
+        }
+        if let household = table["household"]?.table {
+            if let value = household["name"] {
+                guard let name = value.string, !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 100 else {
+                    throw ConfigurationError("\(source): household.name must be a few words (at most 100 characters)")
+                }
+                config.householdName = name
+            }
+            if let value = household["device"] {
+                guard let name = value.string, let device = try? BackupTarget(parsing: "device:" + name), case .device(let valid) = device else {
+                    throw ConfigurationError("\(source): household.device must be a name of letters, digits, - _ and . (at most 64)")
+                }
+                config.deviceName = valid
+            }
+        }
+        if let mqtt = table["mqtt"]?.table {
+            config.mqtt = try MQTTSettings.parse(mqtt, source: source)
         }
         if let alerts = table["alerts"]?.table, let value = alerts["command"] {
             guard let entries = value.array else {
@@ -249,5 +285,51 @@ public struct AlertCommandSource: Sendable, Equatable {
             guard let value = Double(text.hasSuffix(".") ? String(text.dropLast()) : text), value.isFinite else { return nil }
             return (0...100).contains(value) ? value : nil
         }
+    }
+}
+
+/// `[mqtt]` of config.toml: the household's broker. The password is never inline: `password_file` names a
+/// file only its owner may read.
+public struct MQTTSettings: Sendable, Equatable {
+    public var url: String
+    public var username: String?
+    public var passwordFile: String?
+    public var caFile: String?
+
+    public init(url: String, username: String? = nil, passwordFile: String? = nil, caFile: String? = nil) {
+        self.url = url
+        self.username = username
+        self.passwordFile = passwordFile
+        self.caFile = caFile
+    }
+
+    static func parse(_ table: TOMLTable, source: String) throws(ConfigurationError) -> MQTTSettings {
+        guard let url = table["url"]?.string, let parsed = URL(string: url), let scheme = parsed.scheme,
+              scheme == "mqtt" || scheme == "mqtts", let host = parsed.host, !host.isEmpty else {
+            throw ConfigurationError("\(source): mqtt.url must be mqtt://host:1883 or mqtts://host:8883")
+        }
+        var settings = MQTTSettings(url: url)
+        if let value = table["username"] {
+            guard let name = value.string, !name.isEmpty else { throw ConfigurationError("\(source): mqtt.username must be a string") }
+            settings.username = name
+        }
+        if let value = table["password_file"] {
+            guard let path = value.string, path.hasPrefix("/") else {
+                throw ConfigurationError("\(source): mqtt.password_file must be an absolute path")
+            }
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                throw ConfigurationError("\(source): mqtt.password_file \(path) cannot be read: \(String(cString: strerror(errno)))")
+            }
+            guard info.st_mode & 0o077 == 0 else {
+                throw ConfigurationError("\(source): mqtt.password_file \(path) is readable by others: chmod 600 \(path)")
+            }
+            settings.passwordFile = path
+        }
+        if let value = table["ca_file"] {
+            guard let path = value.string, path.hasPrefix("/") else { throw ConfigurationError("\(source): mqtt.ca_file must be an absolute path") }
+            settings.caFile = path
+        }
+        return settings
     }
 }

@@ -11,7 +11,7 @@ struct AlarmCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alarm",
         abstract: "Set, change and list alarms, and stop or snooze the one ringing; an enabled alarm the battery will not last to says so.",
-        subcommands: [Add.self, List.self, On.self, Off.self, Edit.self, Remove.self, Stop.self, Snooze.self]
+        subcommands: [Add.self, List.self, On.self, Off.self, Edit.self, Remove.self, Stop.self, Snooze.self, Backup.self, Preview.self]
     )
 
     static func useCases(_ location: LocationOptions) -> AlarmUseCases {
@@ -216,5 +216,86 @@ struct AlarmCommand: ParsableCommand {
         f.timeZone = SystemTimeZone.current
         f.dateFormat = "HH:mm"
         return f.string(from: date)
+    }
+
+    /// `alarm backup ID on|off|add TARGET|move TARGET --to N|remove TARGET|list [--json]` (#12).
+    struct Backup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Who rings when this machine cannot: device:NAME, push:URL (ntfy), phone:NUMBER; on, off, add, move, remove, list.")
+        @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
+        @Argument(help: "on, off, add, move, remove or list.") var verb: String
+        @Argument(help: "The target (add, move, remove): device:NAME, push:URL or phone:NUMBER.") var target: String?
+        @Option(help: "The new position of the target (move), from 1.") var to: Int?
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var location: LocationOptions
+
+        func validate() throws {
+            switch verb {
+            case "on", "off", "list":
+                if target != nil { throw ValidationError("\(verb) takes no target") }
+            case "add", "remove":
+                if target == nil { throw ValidationError("\(verb) needs a target: device:NAME, push:URL or phone:NUMBER") }
+            case "move":
+                if target == nil || to == nil { throw ValidationError("move needs a target and --to N") }
+            default:
+                throw ValidationError("invalid action '\(oneLine(verb))': use on, off, add, move, remove or list")
+            }
+            if to != nil && verb != "move" { throw ValidationError("--to goes with move") }
+        }
+
+        func run() throws {
+            let useCases = AlarmCommand.useCases(location)
+            let configuration = try? AgentConfiguration.load(from: location.paths.configFile)
+            let household = AlarmUseCases.Household(device: configuration?.device ?? AgentConfiguration().device,
+                                                    hasBroker: configuration?.mqtt != nil)
+            let view: AlarmUseCases.BackupsView
+            switch verb {
+            case "list": view = try failing { try useCases.backups(id: id.value) }
+            case "on": view = try failing { try useCases.changeBackups(id: id.value, .on, household: household) }
+            case "off": view = try failing { try useCases.changeBackups(id: id.value, .off, household: household) }
+            case "add": view = try failing { try useCases.changeBackups(id: id.value, .add(target ?? ""), household: household) }
+            case "remove": view = try failing { try useCases.changeBackups(id: id.value, .remove(target ?? ""), household: household) }
+            default: view = try failing { try useCases.changeBackups(id: id.value, .move(target ?? "", to: to ?? 0), household: household) }
+            }
+            if verb != "list" { StandardOutput.markCommitted("alarm \(id) backups changed") }
+            if json {
+                printLine(JSON.object([
+                    ("alarm", .int(view.alarm.id)), ("enabled", .bool(view.enabled)),
+                    ("targets", .array(view.targets.map { t in
+                        .object([("target", .string(t.description)), ("kind", .string(t.kind)), ("name", .string(t.displayName)),
+                                 ("sublabel", .optional(t.sublabel))])
+                    })),
+                ]).text)
+            } else {
+                printLine("Backups of alarm \(view.alarm.id)\(AlarmCommand.describe(view.alarm)): \(view.enabled ? "on" : "off")")
+                if view.targets.isEmpty { printLine("   none yet: dosetap alarm backup \(view.alarm.id) add device:NAME|push:URL|phone:NUMBER") }
+                for (n, t) in view.targets.enumerated() {
+                    printLine("   \(n + 1)  \(DisplayText.escaped(t.displayName))  \(t.kind)" + (t.sublabel.map { "  \($0)" } ?? ""))
+                }
+                if let note = view.note { printLine("Note: \(note)") }
+            }
+        }
+    }
+
+    /// `alarm preview ID [--json]`: `05:02 — Alarm on bedroom-pi`, one line per backup.
+    struct Preview: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "When each backup of an alarm would fire, for its next occurrence.")
+        @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var location: LocationOptions
+
+        func run() throws {
+            let (occurrence, slots) = try failing { try AlarmCommand.useCases(location).preview(id: id.value) }
+            if json {
+                printLine(JSON.object([
+                    ("occurrence", .string(occurrence.rfc3339())),
+                    ("slots", .array(slots.map { .object([("at", .string($0.at.rfc3339())), ("target", .string($0.target.description)),
+                                                          ("action", .string($0.target.action))]) })),
+                ]).text)
+                return
+            }
+            if slots.isEmpty { printLine("No backups: dosetap alarm backup \(id) add device:NAME|push:URL|phone:NUMBER") }
+            for slot in slots { printLine("\(AlarmCommand.hourMinute(slot.at)) — \(DisplayText.escaped(slot.target.action))") }
+        }
     }
 }

@@ -224,4 +224,36 @@ struct ConfigurationTests {
     func noRemaining(output: String) {
         #expect(AlertCommandSource.remaining(in: output) == nil)
     }
+
+    @Test("[household] and [mqtt]: names, the broker URL, and a password file others can read is refused")
+    func household() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-mqtt-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let secret = dir.appendingPathComponent("mqtt.pass")
+        try Data("s3cret\n".utf8).write(to: secret)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
+        let c = try AgentConfiguration.parse("""
+            [household]
+            name = "Jen's family"
+            device = "bedroom-pi"
+            [mqtt]
+            url = "mqtt://pi.local:1883"
+            username = "dosetap"
+            password_file = "\(secret.path)"
+            """)
+        #expect(c.householdName == "Jen's family" && c.device == "bedroom-pi")
+        #expect(c.mqtt == MQTTSettings(url: "mqtt://pi.local:1883", username: "dosetap", passwordFile: secret.path, caFile: nil))
+        #expect(AgentConfiguration().device.isEmpty == false, "the host name by default")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: secret.path)
+        #expect {
+            _ = try AgentConfiguration.parse("[mqtt]\nurl = \"mqtt://pi.local\"\npassword_file = \"\(secret.path)\"")
+        } throws: { "\($0)".contains("is readable by others: chmod 600") }
+        for (text, message) in [("[mqtt]\nurl = \"http://pi.local\"", "mqtt.url must be mqtt://"),
+                                ("[mqtt]\nurl = \"mqtt://pi\"\npassword = \"x\"", "unknown key 'mqtt.password'"),
+                                ("[household]\ndevice = \"bed room\"", "household.device must be a name"),
+                                ("[mqtt]\nurl = \"mqtt://pi\"\npassword_file = \"relative\"", "must be an absolute path")] {
+            #expect { _ = try AgentConfiguration.parse(text) } throws: { "\($0)".contains(message) && !"\($0)".contains("\n") }
+        }
+    }
 }

@@ -224,4 +224,46 @@ struct AlarmCLITests {
         let changed = try await cli.run(["alarm", "edit", "1", "--haptics", "light"])
         #expect(changed.exitCode == 0 && changed.out.contains("vibration light"), "\(changed.out) \(changed.err)")
     }
+
+    @Test("backups: add, move, remove, on; the pinned preview; the primary device and duplicates refused; device targets need a broker")
+    func backups() async throws {
+        let cli = try CLI()
+        try cli.writeConfig("[household]\nname = \"Jen's family\"\ndevice = \"laptop\"\n")
+        #expect(try await cli.run(["alarm", "add", "05:00", "--label", "Flight", "--repeat", "daily"], tz: "UTC").exitCode == 0)
+        let device = try await cli.run(["alarm", "backup", "1", "add", "device:bedroom-pi"])
+        #expect(device.exitCode == 0 && device.out.contains("Note: device targets need the household broker"), "\(device.out) \(device.err)")
+        #expect(try await cli.run(["alarm", "backup", "1", "add", "push:https://ntfy.sh/jen"]).exitCode == 0)
+        let phone = try await cli.run(["alarm", "backup", "1", "add", "phone:5551234567"])
+        #expect(phone.out.contains("   3  (555) 123-4567  phone  Calls with automated backup message\n"), "\(phone.out)")
+        let preview = try await cli.run(["alarm", "preview", "1"], tz: "UTC")
+        #expect(preview.out == "05:02 — Alarm on bedroom-pi\n05:04 — Alarm on jen\n05:06 — Call (555) 123-4567\n", "\(preview.out) \(preview.err)")
+        let json = try JSONSerialization.jsonObject(with: Data(try await cli.run(["alarm", "preview", "1", "--json"], tz: "UTC").out.utf8)) as? [String: Any]
+        let slots = try #require(json?["slots"] as? [[String: Any]])
+        #expect(slots.map { $0["action"] as? String } == ["Alarm on bedroom-pi", "Alarm on jen", "Call (555) 123-4567"])
+        #expect(try await cli.run(["alarm", "backup", "1", "move", "phone:(555) 123-4567", "--to", "1"]).exitCode == 0)
+        #expect(try await cli.run(["alarm", "backup", "1", "remove", "push:https://ntfy.sh/jen"]).exitCode == 0)
+        let on = try await cli.run(["alarm", "backup", "1", "on"])
+        #expect(on.out.hasPrefix("Backups of alarm 1 (05:00, \"Flight\"): on\n   1  (555) 123-4567  phone"), "\(on.out)")
+        let list = try JSONSerialization.jsonObject(with: Data(try await cli.run(["alarm", "backup", "1", "list", "--json"]).out.utf8)) as? [String: Any]
+        #expect((list?["targets"] as? [[String: Any]])?.map { $0["target"] as? String } == ["phone:+15551234567", "device:bedroom-pi"])
+        #expect(list?["enabled"] as? Bool == true)
+        for (args, code, message) in [
+            (["alarm", "backup", "1", "add", "device:laptop"], Int32(1), "laptop is this machine"),
+            (["alarm", "backup", "1", "add", "phone:555.123.4567"], 1, "is already a backup of alarm 1"),
+            (["alarm", "backup", "1", "move", "device:bedroom-pi", "--to", "3"], 1, "--to 3: a position from 1 to 2"),
+            (["alarm", "backup", "1", "remove", "device:kitchen"], 1, "device:kitchen is not a backup of alarm 1"),
+            (["alarm", "backup", "9", "list"], 1, "no alarm 9: see dosetap alarm list"),
+            (["alarm", "backup", "1", "add"], 64, "add needs a target"),
+            (["alarm", "backup", "1", "jump"], 64, "invalid action 'jump'"),
+            (["alarm", "preview", "9"], 1, "no alarm 9"),
+        ] as [([String], Int32, String)] {
+            let r = try await cli.run(args)
+            #expect(r.exitCode == code && r.err.hasPrefix("dosetap: ") && r.err.contains(message) && r.err.filter { $0 == "\n" }.count == 1,
+                    "\(args): \(r.exitCode.map(String.init) ?? "-") \(r.err)")
+        }
+        // Removing the alarm removes its backups.
+        #expect(try await cli.run(["alarm", "remove", "1"]).exitCode == 0)
+        #expect(try await cli.run(["alarm", "add", "06:00"]).exitCode == 0)
+        #expect(try await cli.run(["alarm", "backup", "2", "list"]).out.contains("none yet"))
+    }
 }

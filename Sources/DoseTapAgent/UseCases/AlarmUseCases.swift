@@ -108,8 +108,104 @@ public struct AlarmUseCases: Sendable {
     public func remove(id: Int) throws -> Alarm {
         let repository = AlarmRepository(database: try store.open())
         guard let alarm = try repository.find(id: id) else { throw unknown(id) }
-        _ = try save { try repository.remove(id: id) }
+        _ = try save {
+            try repository.remove(id: id)
+            try AlarmBackupRepository(database: repository.database).removeAll(alarmID: id)
+        }
         return alarm
+    }
+
+    // MARK: Backups (#12)
+
+    /// An alarm's backups as every face shows them.
+    public struct BackupsView: Sendable, Equatable {
+        public var alarm: Alarm
+        public var enabled: Bool
+        public var targets: [BackupTarget]
+        /// A word for the person (a device target without a broker), or nil.
+        public var note: String?
+    }
+
+    /// Where the household stands, for the backup rules: this machine's name and whether a broker is set.
+    public struct Household: Sendable, Equatable {
+        public var device: String
+        public var hasBroker: Bool
+        public init(device: String, hasBroker: Bool) {
+            self.device = device
+            self.hasBroker = hasBroker
+        }
+    }
+
+    /// The backup list of alarm `id`.
+    public func backups(id: Int) throws -> BackupsView {
+        let database = try store.open()
+        guard let alarm = try AlarmRepository(database: database).find(id: id) else { throw unknown(id) }
+        let stored = try AlarmBackupRepository(database: database).backups(alarmID: id)
+        return BackupsView(alarm: alarm, enabled: stored.enabled, targets: stored.targets, note: nil)
+    }
+
+    /// What `alarm backup ID …` may change.
+    public enum BackupChange: Sendable, Equatable {
+        case on, off
+        case add(String)
+        case move(String, to: Int)
+        case remove(String)
+    }
+
+    /// Changes alarm `id`'s backups. The primary device is never its own backup; a target is in a list once;
+    /// `move --to N` counts from 1.
+    public func changeBackups(id: Int, _ change: BackupChange, household: Household) throws -> BackupsView {
+        let database = try store.open()
+        guard let alarm = try AlarmRepository(database: database).find(id: id) else { throw unknown(id) }
+        let repository = AlarmBackupRepository(database: database)
+        var stored = try repository.backups(alarmID: id)
+        var note: String?
+        func target(_ text: String) throws -> BackupTarget {
+            do { return try BackupTarget(parsing: text) } catch { throw UseCaseError(error.description) }
+        }
+        switch change {
+        case .on, .off:
+            stored.enabled = change == .on
+            _ = try save { try repository.setEnabled(alarmID: id, stored.enabled) }
+        case .add(let text):
+            let new = try target(text)
+            if case .device(let name) = new, name == household.device {
+                throw UseCaseError("\(name) is this machine: it rings the alarm itself; a backup is another device")
+            }
+            guard !stored.targets.contains(new) else { throw UseCaseError("\(new) is already a backup of alarm \(id)") }
+            stored.targets.append(new)
+            let targets = stored.targets
+            _ = try save { try repository.setTargets(alarmID: id, targets) }
+            if case .device = new, !household.hasBroker {
+                note = "device targets need the household broker: set [mqtt] url in config.toml (docs/configuration.md)"
+            }
+        case .move(let text, let position):
+            let moved = try target(text)
+            guard let index = stored.targets.firstIndex(of: moved) else { throw UseCaseError("\(moved) is not a backup of alarm \(id)") }
+            guard (1...stored.targets.count).contains(position) else {
+                throw UseCaseError("--to \(position): a position from 1 to \(stored.targets.count)")
+            }
+            stored.targets.remove(at: index)
+            stored.targets.insert(moved, at: position - 1)
+            let targets = stored.targets
+            _ = try save { try repository.setTargets(alarmID: id, targets) }
+        case .remove(let text):
+            let gone = try target(text)
+            guard stored.targets.contains(gone) else { throw UseCaseError("\(gone) is not a backup of alarm \(id)") }
+            stored.targets.removeAll { $0 == gone }
+            let targets = stored.targets
+            _ = try save { try repository.setTargets(alarmID: id, targets) }
+        }
+        return BackupsView(alarm: alarm, enabled: stored.enabled, targets: stored.targets, note: note)
+    }
+
+    /// `alarm preview ID`: when each backup would fire for the alarm's next occurrence.
+    public func preview(id: Int) throws -> (occurrence: Date, slots: [(at: Date, target: BackupTarget)]) {
+        let view = try backups(id: id)
+        guard let next = view.alarm.nextOccurrence(after: clock.now(), in: clock.timeZone) else {
+            throw UseCaseError("alarm \(id) is off: turn it on to preview its backups (dosetap alarm on \(id))")
+        }
+        return (next, BackupSchedule.slots(view.targets, occurrence: next))
     }
 
     /// What `stop` and `snooze` answer: the alarm that rang and, for a snooze, when it rings again.
