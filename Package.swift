@@ -28,6 +28,8 @@ let package = Package(
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         .systemLibrary(name: "CUMockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // The household's broker (#12): libmosquitto, Debian's libmosquitto-dev.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // evdev: EVIOC* ioctls as non-variadic C functions (linux-libc-dev headers).
         .target(name: "CLinuxInput"),
         // timerfd and epoll for the scheduling port (macros Swift cannot import).
@@ -55,7 +57,7 @@ let package = Package(
         .target(
             name: "DoseTapLinux",
             dependencies: [
-                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput", "CLinuxTime",
+                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput", "CLinuxTime", "CMosquitto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],

@@ -9,6 +9,7 @@ for tool in umockdev-wrapper umockdev-run faketime sqlite3 python3; do
 done
 
 /usr/bin/python3 -c 'import dbusmock' 2>/dev/null || { echo "run-tests: python3-dbusmock is missing for /usr/bin/python3" >&2; exit 1; }
+[[ -x /usr/sbin/mosquitto ]] || { echo "run-tests: /usr/sbin/mosquitto is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
 for tool in dbus-daemon dbus-send sox setpriv; do
   command -v "$tool" >/dev/null || { echo "run-tests: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
 done
@@ -28,6 +29,10 @@ cleanup() {
   done
   for pid in $(pgrep -f 'python3 -m dbusmock' || true); do
     if orphan "$pid" && tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -q 'dosetap-bus-'; then kill -KILL "$pid" 2>/dev/null || true; fi
+  done
+  # Brokers of the MQTT tests (each config lives in a dosetap-broker-* directory).
+  for pid in $(pgrep -f 'mosquitto -c .*/dosetap-broker-' || true); do
+    if orphan "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
   done
   for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
     [[ -e $f ]] || continue

@@ -1,0 +1,162 @@
+internal import CMosquitto
+import Foundation
+import Logging
+import Synchronization
+
+/// A message from the broker. Anything in it is untrusted: the cascade parses and checks it.
+public struct MQTTMessage: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    /// Delivered from the broker's retained store (it was published before this client subscribed).
+    public var retained: Bool
+
+    public init(topic: String, payload: [UInt8], retained: Bool) {
+        self.topic = topic
+        self.payload = payload
+        self.retained = retained
+    }
+}
+
+public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A client of the household's broker through libmosquitto (#12). libmosquitto runs its network loop on
+/// a thread of its own (`mosquitto_loop_start`) and reconnects by itself; this class turns its callbacks
+/// into an `AsyncStream` of messages and re-subscribes on every (re)connection. The last will is set
+/// before connecting, so the broker announces this agent's death to the others.
+public final class MQTTClient: @unchecked Sendable {
+    public struct Will: Sendable {
+        public var topic: String
+        public var payload: [UInt8]
+        public var retain: Bool
+        public init(topic: String, payload: [UInt8], retain: Bool = true) {
+            self.topic = topic
+            self.payload = payload
+            self.retain = retain
+        }
+    }
+
+    private final class State: Sendable {
+        let subscriptions = Mutex<[String]>([])
+        let connected = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+        let isConnected = Mutex(false)
+        let sink: AsyncStream<MQTTMessage>.Continuation
+        init(sink: AsyncStream<MQTTMessage>.Continuation) { self.sink = sink }
+    }
+
+    private static let initialised: Bool = {
+        mosquitto_lib_init()
+        return true
+    }()
+
+    private let handle: OpaquePointer
+    private let state: State
+    private let box: Unmanaged<State>
+    private let logger: Logger
+    /// Every message of every subscription, in order, until `close()`.
+    public let messages: AsyncStream<MQTTMessage>
+
+    /// - Parameters:
+    ///   - clientID: unique in the household (the device name); the broker drops an older connection with it.
+    public init(clientID: String, username: String? = nil, password: String? = nil, will: Will? = nil,
+                logger: Logger = Logger(label: "dosetap.mqtt")) throws {
+        _ = Self.initialised
+        let (messages, sink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        self.messages = messages
+        state = State(sink: sink)
+        box = Unmanaged.passRetained(state)
+        self.logger = logger
+        guard let handle = mosquitto_new(clientID, true, box.toOpaque()) else {
+            box.release()
+            throw MQTTError("cannot create an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        self.handle = handle
+        if let username {
+            guard mosquitto_username_pw_set(handle, username, password) == Int32(MOSQ_ERR_SUCCESS.rawValue) else {
+                throw MQTTError("cannot set the MQTT user name")
+            }
+        }
+        if let will {
+            let rc = will.payload.withUnsafeBytes { mosquitto_will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, will.retain) }
+            guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) else { throw MQTTError("cannot set the last will: \(Self.describe(rc))") }
+        }
+        mosquitto_reconnect_delay_set(handle, 1, 30, true)
+        mosquitto_connect_callback_set(handle) { mosq, context, rc in
+            guard let context else { return }
+            let state = Unmanaged<State>.fromOpaque(context).takeUnretainedValue()
+            if rc == 0 {
+                state.isConnected.withLock { $0 = true }
+                for pattern in state.subscriptions.withLock({ $0 }) { mosquitto_subscribe(mosq, nil, pattern, 1) }
+                state.connected.withLock { $0.take() }?.resume()
+            } else {
+                state.connected.withLock { $0.take() }?.resume(throwing: MQTTError("the broker refused the connection: \(String(cString: mosquitto_connack_string(rc)))"))
+            }
+        }
+        mosquitto_disconnect_callback_set(handle) { _, context, _ in
+            guard let context else { return }
+            Unmanaged<State>.fromOpaque(context).takeUnretainedValue().isConnected.withLock { $0 = false }
+        }
+        mosquitto_message_callback_set(handle) { _, context, message in
+            guard let context, let message, let topic = message.pointee.topic else { return }
+            let state = Unmanaged<State>.fromOpaque(context).takeUnretainedValue()
+            let count = Int(max(0, message.pointee.payloadlen))
+            let payload = message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
+            state.sink.yield(MQTTMessage(topic: String(cString: topic), payload: payload, retained: message.pointee.retain))
+        }
+    }
+
+    deinit {
+        mosquitto_loop_stop(handle, true)
+        mosquitto_destroy(handle)
+        state.sink.finish()
+        box.release()
+    }
+
+    /// Connects (the network loop starts on its own thread) and returns once the broker accepted.
+    public func connect(host: String, port: Int, keepalive: Int = 30) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            state.connected.withLock { $0 = continuation }
+            var rc = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
+            if rc == Int32(MOSQ_ERR_SUCCESS.rawValue) { rc = mosquitto_loop_start(handle) }
+            if rc != Int32(MOSQ_ERR_SUCCESS.rawValue), let pending = state.connected.withLock({ $0.take() }) {
+                pending.resume(throwing: MQTTError("cannot connect to \(host):\(port): \(Self.describe(rc))"))
+            }
+        }
+    }
+
+    public var isConnected: Bool { state.isConnected.withLock { $0 } }
+
+    /// Subscribes now and after every reconnection.
+    public func subscribe(_ pattern: String) throws {
+        state.subscriptions.withLock { $0.append(pattern) }
+        let rc = mosquitto_subscribe(handle, nil, pattern, 1)
+        guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) || rc == Int32(MOSQ_ERR_NO_CONN.rawValue) else {
+            throw MQTTError("cannot subscribe to \(pattern): \(Self.describe(rc))")
+        }
+    }
+
+    /// Publishes with QoS 1 (queued by libmosquitto while disconnected).
+    public func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
+        let rc = payload.withUnsafeBytes { mosquitto_publish(handle, nil, topic, Int32($0.count), $0.baseAddress, 1, retain) }
+        guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) || rc == Int32(MOSQ_ERR_NO_CONN.rawValue) else {
+            throw MQTTError("cannot publish to \(topic): \(Self.describe(rc))")
+        }
+    }
+
+    /// A clean disconnect: the broker does not send the last will.
+    public func disconnect() {
+        mosquitto_disconnect(handle)
+        mosquitto_loop_stop(handle, false)
+    }
+
+    /// For tests: the connection drops as if the machine died (the broker then publishes the last will).
+    public func dropConnection() {
+        let fd = mosquitto_socket(handle)
+        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+        mosquitto_loop_stop(handle, true)
+    }
+
+    static func describe(_ rc: Int32) -> String { String(cString: mosquitto_strerror(rc)) }
+}

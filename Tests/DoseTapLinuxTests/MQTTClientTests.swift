@@ -1,0 +1,93 @@
+import DoseTapLinux
+import DoseTapTesting
+import Foundation
+import Testing
+
+/// The MQTT adapter against a real mosquitto on loopback (#12).
+@Suite("MQTT client (libmosquitto) on a real mosquitto", .serialized, .timeLimit(.minutes(1)))
+struct MQTTClientTests {
+    func next(_ stream: AsyncStream<MQTTMessage>, _ timeout: Double = 5) async -> MQTTMessage? {
+        await withTaskGroup(of: MQTTMessage?.self) { group in
+            group.addTask {
+                for await message in stream { return message }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test("a retained plan reaches an agent that subscribes later, flagged retained; a live message is not")
+    func retained() async throws {
+        try await PrivateBroker.run { broker in
+            let owner = try MQTTClient(clientID: "laptop")
+            try await owner.connect(host: "127.0.0.1", port: broker.port)
+            try owner.publish("dosetap/home/plan/1", Array(#"{"alarm":1}"#.utf8), retain: true)
+            try await Task.sleep(for: .milliseconds(200))
+            let peer = try MQTTClient(clientID: "bedroom-pi")
+            try peer.subscribe("dosetap/home/#")
+            try await peer.connect(host: "127.0.0.1", port: broker.port)
+            let plan = await next(peer.messages)
+            #expect(plan == MQTTMessage(topic: "dosetap/home/plan/1", payload: Array(#"{"alarm":1}"#.utf8), retained: true))
+            try owner.publish("dosetap/home/resolution/1", Array("stop".utf8), retain: false)
+            let live = await next(peer.messages)
+            #expect(live?.topic == "dosetap/home/resolution/1" && live?.retained == false)
+            owner.disconnect()
+            peer.disconnect()
+        }
+    }
+
+    @Test("an agent that dies: the broker publishes its last will; a clean disconnect does not")
+    func lastWill() async throws {
+        try await PrivateBroker.run { broker in
+            let watcher = try MQTTClient(clientID: "watcher")
+            try watcher.subscribe("dosetap/home/alive/+")
+            try await watcher.connect(host: "127.0.0.1", port: broker.port)
+            let clean = try MQTTClient(clientID: "kitchen", will: .init(topic: "dosetap/home/alive/kitchen", payload: Array("dead".utf8), retain: false))
+            try await clean.connect(host: "127.0.0.1", port: broker.port)
+            clean.disconnect()
+            let dying = try MQTTClient(clientID: "laptop", will: .init(topic: "dosetap/home/alive/laptop", payload: Array("dead".utf8), retain: false))
+            try await dying.connect(host: "127.0.0.1", port: broker.port)
+            dying.dropConnection()
+            let will = await next(watcher.messages)
+            #expect(will?.topic == "dosetap/home/alive/laptop" && will?.payload == Array("dead".utf8), "\(String(describing: will))")
+            watcher.disconnect()
+        }
+    }
+
+    @Test("the broker restarts: the client reconnects by itself and its subscription still delivers")
+    func brokerRestart() async throws {
+        try await PrivateBroker.run { broker in
+            let peer = try MQTTClient(clientID: "bedroom-pi")
+            try peer.subscribe("dosetap/home/#")
+            try await peer.connect(host: "127.0.0.1", port: broker.port)
+            let restarted = try await PrivateBroker.restart(broker)
+            defer { restarted.cancel() }
+            for _ in 0..<200 where !peer.isConnected { try await Task.sleep(for: .milliseconds(50)) }
+            // Reconnected (libmosquitto retries every 1–30 s): allow a moment for the re-subscription.
+            for _ in 0..<200 {
+                if peer.isConnected { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let owner = try MQTTClient(clientID: "laptop")
+            try await owner.connect(host: "127.0.0.1", port: broker.port)
+            try owner.publish("dosetap/home/plan/2", Array("p".utf8), retain: false)
+            let message = await next(peer.messages, 10)
+            #expect(message?.topic == "dosetap/home/plan/2", "\(String(describing: message))")
+            owner.disconnect()
+            peer.disconnect()
+        }
+    }
+
+    @Test("no broker: a one-line error")
+    func refused() async throws {
+        let client = try MQTTClient(clientID: "lonely")
+        await #expect(throws: MQTTError.self) { try await client.connect(host: "127.0.0.1", port: 1) }
+    }
+}
