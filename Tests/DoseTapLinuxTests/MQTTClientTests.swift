@@ -2,6 +2,9 @@ import DoseTapLinux
 import DoseTapTesting
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The MQTT adapter against a real mosquitto on loopback (#12).
 @Suite("MQTT client (libmosquitto) on a real mosquitto", .serialized, .timeLimit(.minutes(1)))
@@ -89,5 +92,24 @@ struct MQTTClientTests {
     func refused() async throws {
         let client = try MQTTClient(clientID: "lonely")
         await #expect(throws: MQTTError.self) { try await client.connect(host: "127.0.0.1", port: 1) }
+    }
+
+    @Test("a port that takes the connection and never speaks MQTT: an error after the timeout, not a wait for ever")
+    func silentPort() async throws {
+        // A listening socket nobody accepts from: the kernel completes the handshake, nothing answers.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        #expect(listen(fd, 4) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let client = try MQTTClient(clientID: "patient")
+        await #expect(throws: MQTTError("no answer from the broker at 127.0.0.1:\(port) within 1 s")) {
+            try await client.connect(host: "127.0.0.1", port: port, timeout: 1, clock: TimerFDScheduler())
+        }
     }
 }

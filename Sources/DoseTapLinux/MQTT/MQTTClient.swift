@@ -1,4 +1,5 @@
 internal import CMosquitto
+import DoseTapCore
 import Foundation
 import Logging
 import Synchronization
@@ -114,8 +115,17 @@ public final class MQTTClient: @unchecked Sendable {
         box.release()
     }
 
-    /// Connects (the network loop starts on its own thread) and returns once the broker accepted.
-    public func connect(host: String, port: Int, keepalive: Int = 30) async throws {
+    /// Connects (the network loop starts on its own thread) and returns once the broker accepted, or throws
+    /// after `timeout` seconds of elapsed time without an answer (a port that takes the connection and never
+    /// speaks MQTT). libmosquitto keeps trying in the background either way.
+    public func connect(host: String, port: Int, keepalive: Int = 30, timeout: TimeInterval = 10,
+                        clock: any Scheduling = TimerFDScheduler.shared) async throws {
+        let state = self.state
+        let timer = Task {
+            guard await clock.sleep(elapsing: .milliseconds(Int64((timeout * 1000).rounded()))) else { return }
+            state.connected.withLock { $0.take() }?.resume(throwing: MQTTError("no answer from the broker at \(host):\(port) within \(Int(timeout)) s"))
+        }
+        defer { timer.cancel() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             state.connected.withLock { $0 = continuation }
             var rc = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
