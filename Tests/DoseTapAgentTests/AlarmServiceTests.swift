@@ -168,11 +168,10 @@ struct AlarmServiceTests {
             _ = try w.cli.stopRinging(by: .cli)
             _ = await w.service.tick()
 
-            let own = try AlarmRepository(database: w.database).add(try Alarm(id: 0, time: try TimeOfDay(parsing: "06:45"), label: "Own",
+            _ = try AlarmRepository(database: w.database).add(try Alarm(id: 0, time: try TimeOfDay(parsing: "06:45"), label: "Own",
                                                                                sound: "bell", haptics: .light), now: at("06:31:00"))
             _ = await setAndTick(w, "06:45:00")
             #expect(try await eventually { w.player.sounds.last == Self.bell && w.haptics.patterns.last == HapticIntensity.light.pattern })
-            _ = own
             _ = try w.cli.stopRinging(by: .cli)
             _ = await w.service.tick()
         }
@@ -259,7 +258,7 @@ struct AlarmServiceTests {
     func late() async throws {
         try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
             let w = try world(bus: bus)
-            let id = try add(w, "06:30", repeat: "daily")
+            try add(w, "06:30", repeat: "daily")
             _ = await setAndTick(w, "06:00:00")
             _ = await setAndTick(w, "06:40:00")
             #expect(w.service.isRinging)
@@ -279,7 +278,6 @@ struct AlarmServiceTests {
             #expect(shown.last?.summary == "Missed alarm 06:30")
             #expect(shown.last?.body.contains("off or asleep") == true)
             #expect(other.service.nextAt == localDate("2026-01-16 06:30:00", ny))
-            _ = id
         }
     }
 

@@ -64,10 +64,7 @@ struct AlarmAgentTests {
         let log = LineBuffer()
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { system in
             let bluez = try DBusConnection(bus: .address(system.address))
-            _ = try await bluez.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
-                                     arguments: [.string("hci0"), .string("bedside-pi")])
-            _ = try await bluez.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
-                                     arguments: [.string("hci0"), .string(Self.shelly), .string("SBBT-002C")])
+            try await bluez.addMockBlueZDevice(Self.shelly, alias: "SBBT-002C")
             try await PrivateBus.run(mockTemplate: "notification_daemon") { session in
                 let desktop = try DBusConnection(bus: .address(session.address))
                 let notifications = (destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications")
@@ -117,10 +114,7 @@ struct AlarmAgentTests {
                     // 3. Another; a single press of the BLE button stops it (and is no dose).
                     let third = try alarms.add(try Alarm(id: 0, time: try TimeOfDay(parsing: hhmm), label: "Third"), now: minute.addingTimeInterval(-60))
                     #expect(await log.wait(for: "Alarm \(hhmm): ringing", count: 3, timeout: 10) != nil, "\(log.all.joined(separator: "\n"))")
-                    _ = try await bluez.call(destination: "org.bluez", path: "/org/bluez/hci0/dev_" + Self.shelly.replacingOccurrences(of: ":", with: "_"),
-                                             interface: "org.freedesktop.DBus.Properties", member: "Set",
-                                             arguments: [.string("org.bluez.Device1"), .string("ServiceData"),
-                                                         .variant(.vardict([BLEAdvert.bthomeUUID: .bytes([0x40, 0x00, 0x07, 0x3A, 0x01])]))])
+                    try await bluez.sendBTHome(Self.shelly, [0x40, 0x00, 0x07, 0x3A, 0x01])
                     #expect(try await waitFor { try rings.history(alarmID: third.id).last?.outcome == .stopped }, "\(log.all.joined(separator: "\n"))")
                     #expect(await log.wait(for: "button answered the alarm", timeout: 5) != nil)
 

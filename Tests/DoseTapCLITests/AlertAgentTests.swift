@@ -49,10 +49,7 @@ struct AlertAgentTests {
 
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { system in
             let bluez = try DBusConnection(bus: .address(system.address))
-            _ = try await bluez.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
-                                     arguments: [.string("hci0"), .string("bedside-pi")])
-            _ = try await bluez.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
-                                     arguments: [.string("hci0"), .string(Self.shelly), .string("SBBT-002C")])
+            try await bluez.addMockBlueZDevice(Self.shelly, alias: "SBBT-002C")
             try await PrivateBus.run(mockTemplate: "notification_daemon") { session in
                 let desktop = try DBusConnection(bus: .address(session.address))
                 func runAgent(_ body: @Sendable (LineBuffer) async throws -> Void) async throws -> [String] {
@@ -77,10 +74,7 @@ struct AlertAgentTests {
 
                 let first = try await runAgent { log in
                     // The button's cell: a BTHome battery object (0x01) of 4 %, no press.
-                    _ = try await bluez.call(destination: "org.bluez", path: "/org/bluez/hci0/dev_" + Self.shelly.replacingOccurrences(of: ":", with: "_"),
-                                             interface: "org.freedesktop.DBus.Properties", member: "Set",
-                                             arguments: [.string("org.bluez.Device1"), .string("ServiceData"),
-                                                         .variant(.vardict([BLEAdvert.bthomeUUID: .bytes([0x40, 0x00, 0x12, 0x01, 0x04])]))])
+                    try await bluez.sendBTHome(Self.shelly, [0x40, 0x00, 0x12, 0x01, 0x04])
                     #expect(await log.wait(for: "button:bedside battery critical: 4% left", timeout: 10) != nil, "\(log.all.joined(separator: "\n"))")
                     #expect(await log.wait(for: "quota battery critical: 3% left", timeout: 10) != nil)
                     #expect(await log.wait(for: "/bin/sh ran longer than 1 s and was killed", timeout: 10) != nil, "\(log.all.joined(separator: "\n"))")

@@ -1,3 +1,4 @@
+import DoseTapLinux
 import DoseTapTesting
 import Foundation
 import Subprocess
@@ -150,5 +151,23 @@ final class NotifySocket: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = recv(fd, &buffer, buffer.count, 0)
         return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
+    }
+}
+
+extension DBusConnection {
+    /// On python-dbusmock's BlueZ: the adapter hci0 ("bedside-pi") and a device on it.
+    func addMockBlueZDevice(_ address: String, alias: String) async throws {
+        _ = try await call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddAdapter",
+                           arguments: [.string("hci0"), .string("bedside-pi")])
+        _ = try await call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
+                           arguments: [.string("hci0"), .string(address), .string(alias)])
+    }
+
+    /// Sets a mock BlueZ device's BTHome service data (an advert, as bluetoothd reports it).
+    func sendBTHome(_ address: String, _ bytes: [UInt8]) async throws {
+        _ = try await call(destination: "org.bluez", path: "/org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_"),
+                           interface: "org.freedesktop.DBus.Properties", member: "Set",
+                           arguments: [.string("org.bluez.Device1"), .string("ServiceData"),
+                                       .variant(.vardict([BLEAdvert.bthomeUUID: .bytes(bytes)]))])
     }
 }
