@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // C system libraries (Debian -dev packages).
@@ -64,11 +65,18 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Outbound HTTP of the backup cascade (#12: ntfy pushes, phone calls), through async-http-client.
+        .target(
+            name: "DoseTapHTTP",
+            dependencies: ["DoseTapCore", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            swiftSettings: strict
+        ),
+
         // Daemon wiring: services, config, lifecycle.
         .target(
             name: "DoseTapAgent",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto",
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -1,4 +1,5 @@
 import DoseTapCore
+import DoseTapHTTP
 import DoseTapLinux
 import DoseTapStore
 import Foundation
@@ -93,11 +94,22 @@ public enum Agent {
                                  logger: logger)
         let alarms = AlarmService(store: store, alarms: alarmUseCases, ringer: ringer, clock: TimerFDScheduler.shared,
                                   logger: logger, events: events, databaseChanges: watcher?.changes())
+        // The household (#12): backups of our alarms, and the others' backups ringing here.
+        let identity = HouseholdIdentity(name: configuration.current.householdName, device: configuration.current.device)
+        let household = HouseholdService(
+            identity: identity, database: database, link: householdLink(configuration.current.mqtt, identity: identity, logger: logger),
+            delivery: BackupDelivery(http: AsyncHTTPOutbound(), clock: TimerFDScheduler.shared, wording: .init(household: identity.name),
+                                     pushTokenFile: configuration.current.pushTokenFile, phone: configuration.current.phone, logger: logger),
+            ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
+            stopPrimary: { id in alarms.currentRing?.alarmID == id && alarms.stop(by: .household) },
+            statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold())
+        let ringing = RingingAlarms([alarms, household])
         // Usage alerts for every battery (#13): readings in, `usage-alert` out.
         let usageAlerts = AlertUseCases(store: store, clock: SystemClock(), supplies: { ((try? source.snapshot()) ?? []).map(PowerSupplyReading.init(raw:)) },
                                         events: events, commands: configuration.current.alertCommands.map(\.name))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: alarms),
+            .init(service: household),
             .init(service: AlertService(database: database, events: events, clock: TimerFDScheduler.shared, logger: logger,
                                         commands: { configuration.current.alertCommands },
                                         runner: SubprocessCommandRunner(clock: TimerFDScheduler.shared),
@@ -112,7 +124,7 @@ public enum Agent {
         ]
         if let desktop = devices.desktop {
             services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger,
-                                                               ringer: ringer, alarms: alarms, usageAlerts: usageAlerts)))
+                                                               ringer: ringer, alarms: ringing, usageAlerts: usageAlerts)))
         }
         // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
         let hid: HIDButtonSource?
@@ -133,7 +145,7 @@ public enum Agent {
             services.append(.init(service: ButtonService(
                 bluez: bluez, hid: hid, buttons: ButtonRepository(database: database),
                 doses: doses, samples: history, events: events,
-                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes(), alarms: alarms)))
+                clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes(), alarms: ringing)))
         }
         // Waking from suspend for the next alarm or reminder (docs/alarms.md); its finding is recorded for the CLI.
         services.append(.init(service: SleepGuardService(
@@ -149,5 +161,32 @@ public enum Agent {
         withExtendedLifetime(watcher) {}
         notifier.notify("STOPPING=1")
         logger.info("agent stopped")
+    }
+}
+
+/// The household broker of `[mqtt]`, or nil: none configured, or one that cannot be used as configured (an
+/// unreadable password, a CA file that TLS refuses) — then device backups are off, with the reason logged,
+/// never a connection with less security than asked for.
+func householdLink(_ settings: MQTTSettings?, identity: HouseholdIdentity, logger: Logger) -> HouseholdLink? {
+    guard let settings else { return nil }
+    do {
+        guard let url = URL(string: settings.url), let host = url.host else { throw MQTTError("mqtt.url has no host") }
+        let tls = url.scheme == "mqtts"
+        var password: String?
+        if let file = settings.passwordFile {
+            switch readSecret(file) {
+            case .success(let value): password = value
+            case .failure(let error): throw MQTTError("mqtt.password_file: \(error)")
+            }
+        }
+        let will = MQTTClient.Will(topic: HouseholdTopic.peer(device: identity.device).topic(household: identity.topic),
+                                   payload: HouseholdMessage.encode(PeerMessage.offline))
+        let client = try MQTTClient(clientID: "dosetap-\(identity.device)", username: settings.username, password: password, will: will,
+                                    logger: logger)
+        if tls || settings.caFile != nil { try client.useTLS(caFile: settings.caFile) }
+        return HouseholdLink(client: client, host: host, port: url.port ?? (tls ? 8883 : 1883), url: settings.url)
+    } catch {
+        logger.error("the household broker is off: \(error)", metadata: ["broker": "\(settings.url)"])
+        return nil
     }
 }

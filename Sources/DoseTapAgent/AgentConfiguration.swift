@@ -35,6 +35,10 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var deviceName: String?
     /// `[mqtt]`: the household's broker, when one is configured.
     public var mqtt: MQTTSettings?
+    /// `[push] token_file`: an ntfy access token for `push:` targets on a protected server.
+    public var pushTokenFile: String?
+    /// `[phone]`: the Twilio-compatible account that places `phone:` calls.
+    public var phone: PhoneSettings?
 
     public static let pollRange = 60...3600
 
@@ -145,7 +149,8 @@ public struct AgentConfiguration: Sendable, Equatable {
         }
         var config = AgentConfiguration()
         let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"],
-                                            "household": ["name", "device"], "mqtt": ["url", "username", "password_file", "ca_file"]]
+                                            "household": ["name", "device"], "mqtt": ["url", "username", "password_file", "ca_file"],
+                                            "push": ["token_file"], "phone": ["url", "account", "token_file", "from"]]
         for key in table.keys {
             guard let allowed = known[key] else { throw ConfigurationError("\(source): unknown section '\(key)'") }
             guard let section = table[key]?.table else {
@@ -185,6 +190,12 @@ public struct AgentConfiguration: Sendable, Equatable {
         }
         if let mqtt = table["mqtt"]?.table {
             config.mqtt = try MQTTSettings.parse(mqtt, source: source)
+        }
+        if let push = table["push"]?.table, let value = push["token_file"] {
+            config.pushTokenFile = try secretFile(value.string, key: "push.token_file", source: source)
+        }
+        if let phone = table["phone"]?.table {
+            config.phone = try PhoneSettings.parse(phone, source: source)
         }
         if let alerts = table["alerts"]?.table, let value = alerts["command"] {
             guard let entries = value.array else {
@@ -314,22 +325,74 @@ public struct MQTTSettings: Sendable, Equatable {
             settings.username = name
         }
         if let value = table["password_file"] {
-            guard let path = value.string, path.hasPrefix("/") else {
-                throw ConfigurationError("\(source): mqtt.password_file must be an absolute path")
-            }
-            var info = stat()
-            guard stat(path, &info) == 0 else {
-                throw ConfigurationError("\(source): mqtt.password_file \(path) cannot be read: \(String(cString: strerror(errno)))")
-            }
-            guard info.st_mode & 0o077 == 0 else {
-                throw ConfigurationError("\(source): mqtt.password_file \(path) is readable by others: chmod 600 \(path)")
-            }
-            settings.passwordFile = path
+            settings.passwordFile = try secretFile(value.string, key: "mqtt.password_file", source: source)
         }
         if let value = table["ca_file"] {
             guard let path = value.string, path.hasPrefix("/") else { throw ConfigurationError("\(source): mqtt.ca_file must be an absolute path") }
             settings.caFile = path
         }
         return settings
+    }
+}
+
+/// A file holding a secret (a password, a token): an absolute path that only its owner may read. A secret
+/// readable by the group or by others refuses the whole configuration with a one-line message.
+func secretFile(_ path: String?, key: String, source: String) throws(ConfigurationError) -> String {
+    guard let path, path.hasPrefix("/") else { throw ConfigurationError("\(source): \(key) must be an absolute path") }
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+        throw ConfigurationError("\(source): \(key) \(path) cannot be read: \(String(cString: strerror(errno)))")
+    }
+    guard info.st_mode & 0o077 == 0 else {
+        throw ConfigurationError("\(source): \(key) \(path) is readable by others: chmod 600 \(path)")
+    }
+    return path
+}
+
+/// Reads a secret file (its first line, without the newline); nil with the reason when it cannot.
+func readSecret(_ path: String) -> Result<String, ConfigurationError> {
+    guard let data = FileManager.default.contents(atPath: path), data.count <= 4096 else {
+        return .failure(ConfigurationError("\(path) cannot be read (or is over 4 KiB)"))
+    }
+    let text = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+    guard !text.isEmpty else { return .failure(ConfigurationError("\(path) is empty")) }
+    return .success(text)
+}
+
+/// `[phone]` of config.toml: a Twilio-compatible REST API that places the automated backup calls.
+/// ```toml
+/// [phone]
+/// url = "https://api.twilio.com"      # the API's base URL
+/// account = "AC0123…"                 # the account SID
+/// token_file = "/home/jen/.config/dosetap/twilio-token"   # the auth token, chmod 600
+/// from = "+15550001111"               # the calling number
+/// ```
+public struct PhoneSettings: Sendable, Equatable {
+    public var url: String
+    public var account: String
+    public var tokenFile: String
+    public var from: String
+
+    public init(url: String, account: String, tokenFile: String, from: String) {
+        self.url = url
+        self.account = account
+        self.tokenFile = tokenFile
+        self.from = from
+    }
+
+    static func parse(_ table: TOMLTable, source: String) throws(ConfigurationError) -> PhoneSettings {
+        guard let url = table["url"]?.string, let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", parsed.host?.isEmpty == false else {
+            throw ConfigurationError("\(source): phone.url must be the API's http(s) base URL, such as https://api.twilio.com")
+        }
+        guard let account = table["account"]?.string, !account.isEmpty, account.count <= 64,
+              account.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) else {
+            throw ConfigurationError("\(source): phone.account must be the account SID (letters and digits)")
+        }
+        let token = try secretFile(table["token_file"]?.string, key: "phone.token_file", source: source)
+        guard let fromText = table["from"]?.string, let from = try? BackupTarget(parsing: "phone:" + fromText), case .phone(let number) = from else {
+            throw ConfigurationError("\(source): phone.from must be the calling number, such as +15550001111")
+        }
+        return PhoneSettings(url: url.hasSuffix("/") ? String(url.dropLast()) : url, account: account, tokenFile: token, from: number)
     }
 }

@@ -16,24 +16,16 @@ import Glibc
 /// and otherwise checks for itself — what an agent started the same way as the CLI would find.
 public struct WakeStatusFile: Sendable {
     public static let name = "wake-status.json"
-    public let url: URL
+    public let file: AgentStatusFile
+    public var url: URL { file.url }
 
     public init(dataDirectory: URL) {
-        url = dataDirectory.appendingPathComponent(Self.name)
+        file = AgentStatusFile(dataDirectory: dataDirectory, name: Self.name)
     }
 
     /// The agent's side: the file, locked for this process's lifetime (until the recorder goes away).
     /// Throws when it cannot be opened or another agent holds it.
-    public func hold() throws -> Recorder {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw WakeStatusError(description: "cannot open \(url.path): \(String(cString: strerror(errno)))") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let reason = errno == EWOULDBLOCK ? "another agent holds it" : String(cString: strerror(errno))
-            close(fd)
-            throw WakeStatusError(description: "cannot lock \(url.path): \(reason)")
-        }
-        return Recorder(fd: fd)
-    }
+    public func hold() throws -> Recorder { Recorder(file: try file.hold()) }
 
     /// `hold()`, or nil with the reason logged (the command line then checks for itself).
     public func hold(logger: Logger) -> Recorder? {
@@ -48,17 +40,12 @@ public struct WakeStatusFile: Sendable {
 
     /// Writes the agent's finding into the file it holds locked.
     public final class Recorder: Sendable {
-        private let fd: Mutex<Int32>
+        private let file: AgentStatusFile.Holder
 
-        init(fd: Int32) { self.fd = Mutex(fd) }
-        deinit { fd.withLock { if $0 >= 0 { close($0) } } }
+        init(file: AgentStatusFile.Holder) { self.file = file }
 
         public func record(_ capability: Result<WakeMethod, WakeUnavailable>, now: Date = Date()) {
-            let bytes = Array(WakeStatusFile.encode(capability, pid: getpid(), now: now).utf8)
-            fd.withLock { fd in
-                guard fd >= 0, ftruncate(fd, 0) == 0 else { return }
-                _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-            }
+            file.write(Array(WakeStatusFile.encode(capability, pid: getpid(), now: now).utf8))
         }
     }
 
@@ -75,24 +62,7 @@ public struct WakeStatusFile: Sendable {
     /// The command line's side: the running agent's finding, or nil when no agent holds the file (none
     /// running, or the file is missing or unreadable).
     public func readFromRunningAgent() -> Result<WakeMethod, WakeUnavailable>? {
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
-            // Nobody holds it: whatever it says is a dead agent's.
-            flock(fd, LOCK_UN)
-            return nil
-        }
-        guard errno == EWOULDBLOCK else { return nil }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while data.count < 65536 {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            data.append(contentsOf: buffer[0..<n])
-        }
-        return Self.decode(data)
+        file.readFromRunningAgent().flatMap(Self.decode)
     }
 
     static func decode(_ data: Data) -> Result<WakeMethod, WakeUnavailable>? {
@@ -113,6 +83,68 @@ public struct WakeStatusFile: Sendable {
 /// The status file could not be taken.
 public struct WakeStatusError: Error, Sendable, CustomStringConvertible {
     public var description: String
+}
+
+/// A file in the data directory where the running agent records something for the command line, holding an
+/// exclusive `flock` on it for as long as it runs: the CLI trusts it only while it is locked (a file left by
+/// a dead agent is unlocked). `wake-status.json`, `household-status.json`.
+public struct AgentStatusFile: Sendable {
+    public let url: URL
+
+    public init(dataDirectory: URL, name: String) {
+        url = dataDirectory.appendingPathComponent(name)
+    }
+
+    /// Opens and locks the file; throws when it cannot, or another agent holds it.
+    public func hold() throws -> Holder {
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw WakeStatusError(description: "cannot open \(url.path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = errno == EWOULDBLOCK ? "another agent holds it" : String(cString: strerror(errno))
+            close(fd)
+            throw WakeStatusError(description: "cannot lock \(url.path): \(reason)")
+        }
+        return Holder(fd: fd)
+    }
+
+    /// The locked file, until this goes away.
+    public final class Holder: Sendable {
+        private let fd: Mutex<Int32>
+
+        init(fd: Int32) { self.fd = Mutex(fd) }
+        deinit { fd.withLock { if $0 >= 0 { close($0) } } }
+
+        /// Replaces the content.
+        public func write(_ bytes: [UInt8]) {
+            fd.withLock { fd in
+                guard fd >= 0, ftruncate(fd, 0) == 0 else { return }
+                _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            }
+        }
+    }
+
+    /// The command line's side: the content while an agent holds the file, nil otherwise (none running, or
+    /// the file is missing or unreadable).
+    public func readFromRunningAgent() -> Data? {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            // Nobody holds it: whatever it says is a dead agent's.
+            flock(fd, LOCK_UN)
+            return nil
+        }
+        guard errno == EWOULDBLOCK else { return nil }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while data.count < 1 << 20 {
+            let n = pread(fd, &buffer, buffer.count, off_t(data.count))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        return data
+    }
 }
 
 /// Whether the machine can be woken for the alarms, as the command line tells it.

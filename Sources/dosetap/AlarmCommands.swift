@@ -188,6 +188,11 @@ struct AlarmCommand: ParsableCommand {
 
         func run() throws {
             let answer = try failing { try AlarmCommand.useCases(location).stopRinging(by: .cli) }
+            if let owner = answer.backupOf {
+                StandardOutput.markCommitted("the backup alarm of \(owner) stopped")
+                printLine("Stopped the backup alarm of \(owner)\(AlarmCommand.describe(answer.alarm)): the household hears it.")
+                return
+            }
             StandardOutput.markCommitted("alarm \(answer.ring.alarmID) stopped")
             printLine("Stopped alarm \(answer.ring.alarmID)\(AlarmCommand.describe(answer.alarm)).")
         }
@@ -199,8 +204,13 @@ struct AlarmCommand: ParsableCommand {
 
         func run() throws {
             let answer = try failing { try AlarmCommand.useCases(location).snoozeRinging(by: .cli) }
-            StandardOutput.markCommitted("alarm \(answer.ring.alarmID) snoozed")
             let until = answer.ring.snoozeUntil.map { " at \(AlarmCommand.hourMinute($0))" } ?? ""
+            if let owner = answer.backupOf {
+                StandardOutput.markCommitted("the backup alarm of \(owner) snoozed")
+                printLine("Snoozed the backup alarm of \(owner)\(AlarmCommand.describe(answer.alarm)): it rings here again\(until) unless someone stops it.")
+                return
+            }
+            StandardOutput.markCommitted("alarm \(answer.ring.alarmID) snoozed")
             printLine("Snoozed alarm \(answer.ring.alarmID)\(AlarmCommand.describe(answer.alarm)): it rings again\(until).")
         }
     }

@@ -83,7 +83,8 @@ public final class AlarmRinger: Sendable {
     }
 
     /// Starts ringing. Returns once the loops have started and the notification is shown.
-    public func start(_ alarm: Alarm, ring: AlarmRing, timeZone: TimeZone) async -> Ringing {
+    /// A backup alarm of the household (#12) says whose alarm it is in `heading` and `body`.
+    public func start(_ alarm: Alarm, ring: AlarmRing, timeZone: TimeZone, heading: String? = nil, body text: String? = nil) async -> Ringing {
         let (sound, pattern) = plan(for: alarm)
         let clock = self.clock
         let logger = self.logger
@@ -132,8 +133,8 @@ public final class AlarmRinger: Sendable {
             }
         }
         var notification: UInt32?
-        let title = "Alarm \(alarm.time)"
-        let body = DisplayText.escaped(alarm.label) + " — press Stop, or Snooze for 9 minutes."
+        let title = heading ?? "Alarm \(alarm.time)"
+        let body = text ?? DisplayText.escaped(alarm.label) + " — press Stop, or Snooze for 9 minutes."
         if let desktop = devices.desktop, ((try? settings.load()) ?? .defaults).notificationsEnabled {
             do {
                 let id = try await desktop.notify(
@@ -177,6 +178,17 @@ public final class AlarmRinger: Sendable {
         body += ring.startedAt == nil ? " — this machine was off or asleep at \(Self.hourMinute(ring.dueAt, in: timeZone))."
             : " — nobody answered for 10 minutes."
         logger.warning("\(title)", metadata: ["alarm": "\(ring.alarmID)", "due": "\(ring.dueAt)", "why": "\(ring.endedBy?.rawValue ?? "?")"])
+        guard let desktop = devices.desktop, ((try? settings.load()) ?? .defaults).notificationsEnabled else { return }
+        do {
+            _ = try await desktop.notify(title: title, body: body, urgency: .critical, soundName: nil, suppressSound: true,
+                                         actions: [], category: "x-dosetap.alarm")
+        } catch {
+            logger.warning("desktop notification failed; the log has it", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A critical notification that stays (and the log): "All backups tried for …".
+    public func announce(title: String, body: String) async {
         guard let desktop = devices.desktop, ((try? settings.load()) ?? .defaults).notificationsEnabled else { return }
         do {
             _ = try await desktop.notify(title: title, body: body, urgency: .critical, soundName: nil, suppressSound: true,

@@ -212,6 +212,8 @@ public struct AlarmUseCases: Sendable {
     public struct RingAnswer: Sendable, Equatable {
         public var alarm: Alarm?
         public var ring: AlarmRing
+        /// For a backup alarm of the household (#12): the device whose alarm it is.
+        public var backupOf: String?
     }
 
     /// Stops the alarm ringing now (`dosetap alarm stop`, a notification's Stop, a button's single press).
@@ -230,7 +232,9 @@ public struct AlarmUseCases: Sendable {
         let rings = AlarmRingRepository(database: database)
         let now = clock.now()
         // A row left `ringing` by an agent that died is not a ring: past its ten minutes it cannot be answered.
-        guard let ringing = try rings.ringing(), let givesUp = ringing.givesUpAt, givesUp > now else { throw nothing }
+        guard let ringing = try rings.ringing(), let givesUp = ringing.givesUpAt, givesUp > now else {
+            return try endBackupRinging(outcome, by: ender, database: database, now: now)
+        }
         let ended: AlarmRing?
         do {
             ended = try rings.end(ringID: ringing.id, outcome: outcome, by: ender, at: now,
@@ -240,7 +244,29 @@ public struct AlarmUseCases: Sendable {
         }
         guard let ended else { throw nothing }
         events?.publish(.alarmEnded(ended))
-        return RingAnswer(alarm: try AlarmRepository(database: database).find(id: ended.alarmID), ring: ended)
+        return RingAnswer(alarm: try AlarmRepository(database: database).find(id: ended.alarmID), ring: ended, backupOf: nil)
+    }
+
+    /// A backup alarm of the household ringing here (#12): the agent tells the household (a Stop resolves the
+    /// cascade everywhere; a Snooze fires this machine again nine minutes later).
+    private func endBackupRinging(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder, database: DoseTapDatabase, now: Date) throws -> RingAnswer {
+        let nothing = UseCaseError("no alarm is ringing")
+        let backups = HouseholdRepository(database: database)
+        guard let ringing = try backups.ringing(), ringing.givesUpAt > now else { throw nothing }
+        let ended: HouseholdRepository.BackupRing?
+        do {
+            ended = try backups.endRing(id: ringing.id, outcome: outcome, by: ender, at: now)
+        } catch {
+            throw UseCaseError("could not save the alarm: \(error)")
+        }
+        guard let ended else { throw nothing }
+        let occurrence = ended.slot.occurrence
+        let time = try? TimeOfDay(parsing: ended.time)
+        let alarm = time.flatMap { try? Alarm(id: occurrence.alarmID, time: $0, label: (try? Alarm.validLabel(ended.label)) ?? "Alarm") }
+        let ring = AlarmRing(id: -ended.id, alarmID: occurrence.alarmID, kind: .scheduled, dueAt: ended.slot.date, startedAt: ended.startedAt,
+                             endedAt: now, outcome: outcome, endedBy: ender,
+                             snoozeUntil: outcome == .snoozed ? now.addingTimeInterval(BackupCascade.snoozePause) : nil)
+        return RingAnswer(alarm: alarm, ring: ring, backupOf: occurrence.owner)
     }
 
     /// `[alarm] time` of config.toml, from before alarms could be set: on the agent's first start with it

@@ -31,6 +31,8 @@ public enum AlarmRingEnder: String, Sendable, Equatable, CaseIterable, Codable {
     case changed
     /// The occurrence passed while the machine was off or asleep (or the agent not running).
     case late
+    /// Another agent of the household answered (#12: Stop or Snooze on a backup).
+    case household
 }
 
 /// One occurrence of an alarm and what became of it: the ring log (the store's `alarm_ring`).

@@ -40,16 +40,22 @@ public struct BackupCascade: Sendable, Equatable, Codable {
 
     /// The actions due at `now` (in order), with the state moved past them.
     public mutating func due(at now: Date) -> [Action] {
-        var actions: [Action] = []
+        dueWithTimes(at: now).map(\.action)
+    }
+
+    /// The actions due at `now` with the instant each was due (a slot's identity across the household: every
+    /// agent replaying the same plan and answers computes the same instants).
+    public mutating func dueWithTimes(at now: Date) -> [(action: Action, at: Date)] {
+        var actions: [(action: Action, at: Date)] = []
         var guardCount = 0
         while !resolved, !announcedAllTried, now >= nextAt, guardCount < count + 2 {
             guardCount += 1
             if next >= count {
                 announcedAllTried = true
-                actions.append(.allTried)
+                actions.append((.allTried, nextAt))
                 break
             }
-            actions.append(.fire(index: next, round: rounds[next]))
+            actions.append((.fire(index: next, round: rounds[next]), nextAt))
             rounds[next] += 1
             let firedAt = nextAt
             next += 1

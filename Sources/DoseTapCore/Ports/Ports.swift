@@ -97,3 +97,30 @@ public protocol CommandRunner: Sendable {
     /// (a non-zero exit), or it ran past `timeout` seconds and was killed (with everything it started).
     func output(of argv: [String], timeout: TimeInterval) async throws -> String
 }
+
+/// One outbound HTTP POST (#12: an ntfy push, a phone call), answered as the retry policy reads it.
+public struct OutboundRequest: Sendable, Equatable {
+    public var url: String
+    public var headers: [String: String]
+    public var body: [UInt8]
+    /// `user:password` for HTTP basic authentication, or nil.
+    public var basicAuth: (user: String, password: String)?
+
+    public init(url: String, headers: [String: String], body: [UInt8], basicAuth: (user: String, password: String)? = nil) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.basicAuth = basicAuth
+    }
+
+    public static func == (a: OutboundRequest, b: OutboundRequest) -> Bool {
+        a.url == b.url && a.headers == b.headers && a.body == b.body && a.basicAuth?.user == b.basicAuth?.user
+            && a.basicAuth?.password == b.basicAuth?.password
+    }
+}
+
+/// The outbound HTTP port: one attempt, no retries (`OutboundRetryPolicy` decides those). Throwing is not
+/// part of it: a failed connection is `.noAnswer`. The caller cancels the task at the policy's timeout.
+public protocol OutboundHTTP: Sendable {
+    func post(_ request: OutboundRequest) async -> OutboundRetryPolicy.Attempt
+}

@@ -44,7 +44,11 @@ public final class MQTTClient: @unchecked Sendable {
         let connected = Mutex<CheckedContinuation<Void, any Error>?>(nil)
         let isConnected = Mutex(false)
         let sink: AsyncStream<MQTTMessage>.Continuation
-        init(sink: AsyncStream<MQTTMessage>.Continuation) { self.sink = sink }
+        let links: AsyncStream<Bool>.Continuation
+        init(sink: AsyncStream<MQTTMessage>.Continuation, links: AsyncStream<Bool>.Continuation) {
+            self.sink = sink
+            self.links = links
+        }
     }
 
     private static let initialised: Bool = {
@@ -58,6 +62,8 @@ public final class MQTTClient: @unchecked Sendable {
     private let logger: Logger
     /// Every message of every subscription, in order, until `close()`.
     public let messages: AsyncStream<MQTTMessage>
+    /// `true` on every (re)connection the broker accepted, `false` when the link drops.
+    public let links: AsyncStream<Bool>
 
     /// - Parameters:
     ///   - clientID: unique in the household (the device name); the broker drops an older connection with it.
@@ -66,7 +72,9 @@ public final class MQTTClient: @unchecked Sendable {
         _ = Self.initialised
         let (messages, sink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         self.messages = messages
-        state = State(sink: sink)
+        let (links, linkSink) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        self.links = links
+        state = State(sink: sink, links: linkSink)
         box = Unmanaged.passRetained(state)
         self.logger = logger
         guard let handle = mosquitto_new(clientID, true, box.toOpaque()) else {
@@ -89,6 +97,7 @@ public final class MQTTClient: @unchecked Sendable {
             let state = Unmanaged<State>.fromOpaque(context).takeUnretainedValue()
             if rc == 0 {
                 state.isConnected.withLock { $0 = true }
+                state.links.yield(true)
                 for pattern in state.subscriptions.withLock({ $0 }) { mosquitto_subscribe(mosq, nil, pattern, 1) }
                 state.connected.withLock { $0.take() }?.resume()
             } else {
@@ -97,7 +106,12 @@ public final class MQTTClient: @unchecked Sendable {
         }
         mosquitto_disconnect_callback_set(handle) { _, context, _ in
             guard let context else { return }
-            Unmanaged<State>.fromOpaque(context).takeUnretainedValue().isConnected.withLock { $0 = false }
+            let state = Unmanaged<State>.fromOpaque(context).takeUnretainedValue()
+            let was = state.isConnected.withLock { connected -> Bool in
+                defer { connected = false }
+                return connected
+            }
+            if was { state.links.yield(false) }
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message, let topic = message.pointee.topic else { return }
@@ -112,6 +126,7 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_loop_stop(handle, true)
         mosquitto_destroy(handle)
         state.sink.finish()
+        state.links.finish()
         box.release()
     }
 
@@ -128,15 +143,29 @@ public final class MQTTClient: @unchecked Sendable {
         defer { timer.cancel() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             state.connected.withLock { $0 = continuation }
-            var rc = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
-            if rc == Int32(MOSQ_ERR_SUCCESS.rawValue) { rc = mosquitto_loop_start(handle) }
-            if rc != Int32(MOSQ_ERR_SUCCESS.rawValue), let pending = state.connected.withLock({ $0.take() }) {
-                pending.resume(throwing: MQTTError("cannot connect to \(host):\(port): \(Self.describe(rc))"))
+            let rc = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
+            if rc == Int32(MOSQ_ERR_INVAL.rawValue) {
+                state.connected.withLock { $0.take() }?.resume(throwing: MQTTError("cannot connect to \(host):\(port): \(Self.describe(rc))"))
+                return
+            }
+            // A broker that is down now (refused, no route, no name yet at boot) is tried again by the network
+            // loop, with a growing delay: this call gives up after `timeout`, the client does not.
+            let loop = mosquitto_loop_start(handle)
+            if loop != Int32(MOSQ_ERR_SUCCESS.rawValue), let pending = state.connected.withLock({ $0.take() }) {
+                pending.resume(throwing: MQTTError("cannot start the MQTT network loop: \(Self.describe(loop))"))
             }
         }
     }
 
     public var isConnected: Bool { state.isConnected.withLock { $0 } }
+
+    /// TLS for `mqtts://`: the broker's certificate is checked against `caFile` (and its host name). Must be
+    /// called before `connect`; a CA file that cannot be used throws (the feature stops: never plain text).
+    public func useTLS(caFile: String?) throws {
+        let rc = mosquitto_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
+        guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) else { throw MQTTError("cannot use TLS with \(caFile ?? "/etc/ssl/certs"): \(Self.describe(rc))") }
+        _ = mosquitto_tls_insecure_set(handle, false)
+    }
 
     /// Subscribes now and after every reconnection.
     public func subscribe(_ pattern: String) throws {

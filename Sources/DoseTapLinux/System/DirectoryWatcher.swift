@@ -17,7 +17,11 @@ public final class DirectoryWatcher: @unchecked Sendable {
     }
     private let subscribers = Subscribers()
 
-    public init(directory: String) throws {
+    /// Files whose changes are not signalled: the status files the agent itself writes there
+    /// (`wake-status.json`, `household-status.json`), which the command line reads and nobody plans on.
+    public static let ignoredNames: Set<String> = ["wake-status.json", "household-status.json"]
+
+    public init(directory: String, ignoring ignored: Set<String> = DirectoryWatcher.ignoredNames) throws {
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw SystemCallError(description: "inotify: \(String(cString: strerror(errno)))") }
         let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_DELETE)
@@ -30,7 +34,13 @@ public final class DirectoryWatcher: @unchecked Sendable {
         let subscribers = self.subscribers
         source.setEventHandler { [fd] in
             var buffer = [UInt8](repeating: 0, count: 4096)
-            while read(fd, &buffer, buffer.count) > 0 {}
+            var relevant = false
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                guard n > 0 else { break }
+                if !relevant { relevant = DirectoryWatcher.containsRelevant(buffer[0..<n], ignoring: ignored) }
+            }
+            guard relevant else { return }
             for continuation in subscribers.state.withLock({ Array($0.all.values) }) { continuation.yield() }
         }
         source.setCancelHandler { [fd] in
@@ -67,6 +77,21 @@ public final class DirectoryWatcher: @unchecked Sendable {
 
     deinit {
         source.cancel()
+    }
+
+    /// Whether a buffer of `inotify_event`s names a file that is not ignored (an overflow or an event with no
+    /// name counts as relevant).
+    static func containsRelevant(_ bytes: ArraySlice<UInt8>, ignoring ignored: Set<String>) -> Bool {
+        let header = MemoryLayout<inotify_event>.size
+        var offset = bytes.startIndex
+        while offset + header <= bytes.endIndex {
+            let length = Int(bytes[(offset + 12)..<(offset + 16)].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
+            let end = min(bytes.endIndex, offset + header + length)
+            let name = String(decoding: bytes[(offset + header)..<end].prefix { $0 != 0 }, as: UTF8.self)
+            if name.isEmpty || !ignored.contains(name) { return true }
+            offset = end
+        }
+        return offset < bytes.endIndex
     }
 }
 

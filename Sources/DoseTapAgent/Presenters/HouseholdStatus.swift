@@ -1,0 +1,92 @@
+import DoseTapCore
+import Foundation
+
+/// `dosetap household status` (#12): what the running agent records in `household-status.json` (the broker,
+/// the peers with their last heartbeat, the cascades under way), read while the agent holds the file.
+public struct HouseholdStatus: Sendable, Equatable, Decodable {
+    public static let fileName = "household-status.json"
+
+    public struct Broker: Sendable, Equatable, Decodable {
+        public var configured: Bool
+        public var url: String?
+        public var connected: Bool?
+        public var since: String?
+    }
+
+    public struct Peer: Sendable, Equatable, Decodable {
+        public var device: String
+        public var online: Bool
+        public var lastHeartbeat: String?
+    }
+
+    public struct Slot: Sendable, Equatable, Decodable {
+        public var target: String
+        public var at: String
+        public var done: String?
+    }
+
+    public struct Cascade: Sendable, Equatable, Decodable {
+        public var owner: String
+        public var alarm: Int
+        public var label: String
+        public var time: String
+        public var occurrence: String
+        public var next: String?
+        public var fired: [Slot]
+    }
+
+    public var device: String
+    public var household: String?
+    public var topic: String
+    public var broker: Broker
+    public var peers: [Peer]
+    public var cascades: [Cascade]
+
+    /// The running agent's record; nil when no agent runs (or the record cannot be read).
+    public static func read(dataDirectory: URL) -> (status: HouseholdStatus, raw: Data)? {
+        guard let data = AgentStatusFile(dataDirectory: dataDirectory, name: fileName).readFromRunningAgent(),
+              let status = try? JSONDecoder().decode(HouseholdStatus.self, from: data) else { return nil }
+        return (status, data)
+    }
+
+    /// The text of `household status`: times in `timeZone`, device text escaped.
+    public func lines(timeZone: TimeZone) -> [String] {
+        func when(_ text: String?) -> String {
+            guard let text, let date = ISO8601DateFormatter().date(from: text) else { return "never" }
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = timeZone
+            f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            return f.string(from: date)
+        }
+        let e = { (text: String) in DisplayText.escaped(text, maxLength: 120) }
+        var out = ["Household: \(household.map(e) ?? "(no [household] name)") — topics \(e(topic))/…, this device: \(e(device))"]
+        if broker.configured {
+            let state = broker.connected == true ? "connected since \(when(broker.since))" : "not connected (since \(when(broker.since)); still trying)"
+            out.append("Broker: \(e(broker.url ?? "?")) — \(state)")
+        } else {
+            out.append("Broker: none ([mqtt] url in config.toml) — push and phone backups are sent from this machine; device backups need the broker")
+        }
+        if peers.isEmpty {
+            out.append("Peers: none seen")
+        } else {
+            out.append("Peers:")
+            for peer in peers {
+                out.append("  \(e(peer.device).padding(toLength: max(16, peer.device.count), withPad: " ", startingAt: 0)) \(peer.online ? "online " : "offline") last heartbeat \(when(peer.lastHeartbeat))")
+            }
+        }
+        if cascades.isEmpty {
+            out.append("Cascades in progress: none")
+        } else {
+            out.append("Cascades in progress:")
+            for cascade in cascades {
+                let next = cascade.next.map { "next \(when($0))" } ?? "nothing more to fire"
+                out.append("  \(e(cascade.owner)) alarm \(cascade.alarm) \"\(e(cascade.label))\" at \(e(cascade.time)) — \(next)")
+                for slot in cascade.fired {
+                    out.append("    \(when(slot.at)) \(e(slot.target))\(slot.done.map { " (\(e($0)) here)" } ?? "")")
+                }
+            }
+        }
+        return out
+    }
+}

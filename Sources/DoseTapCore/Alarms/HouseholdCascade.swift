@@ -1,0 +1,264 @@
+import Foundation
+
+/// One occurrence of an alarm of the household: its owner (the device that rings it), the alarm, and when
+/// (whole seconds since 1970).
+public struct OccurrenceKey: Sendable, Equatable, Hashable, Comparable, Codable, CustomStringConvertible {
+    public var owner: String
+    public var alarmID: Int
+    public var at: Int64
+
+    public init(owner: String, alarmID: Int, at: Int64) {
+        self.owner = owner
+        self.alarmID = alarmID
+        self.at = at
+    }
+
+    public var date: Date { Date(timeIntervalSince1970: TimeInterval(at)) }
+    public var description: String { "\(owner)/\(alarmID)@\(at)" }
+
+    public static func < (a: OccurrenceKey, b: OccurrenceKey) -> Bool {
+        (a.at, a.owner, a.alarmID) < (b.at, b.owner, b.alarmID)
+    }
+}
+
+/// One slot of a cascade: target `target` of the occurrence, due at `at` (a snoozed target fires again in a
+/// new slot). `target == SlotKey.allTried` is the "All backups tried" announcement.
+public struct SlotKey: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+    public static let allTried = -1
+    public var occurrence: OccurrenceKey
+    public var target: Int
+    public var at: Int64
+
+    public init(occurrence: OccurrenceKey, target: Int, at: Int64) {
+        self.occurrence = occurrence
+        self.target = target
+        self.at = at
+    }
+
+    public var date: Date { Date(timeIntervalSince1970: TimeInterval(at)) }
+    public var description: String { "\(occurrence) target \(target) at \(at)" }
+}
+
+/// An alarm's plan as received: label, time, coming occurrences and the ordered backups.
+public struct KnownPlan: Sendable, Equatable {
+    public var label: String
+    public var time: String
+    public var occurrences: [Int64]
+    public var targets: [BackupTarget]
+
+    public init(label: String, time: String, occurrences: [Int64], targets: [BackupTarget]) {
+        self.label = label
+        self.time = time
+        self.occurrences = occurrences
+        self.targets = targets
+    }
+}
+
+/// One occurrence this agent knows, with the backup list it was planned with.
+public struct KnownOccurrence: Sendable, Equatable {
+    public var key: OccurrenceKey
+    public var label: String
+    public var time: String
+    public var targets: [BackupTarget]
+
+    public init(key: OccurrenceKey, label: String, time: String, targets: [BackupTarget]) {
+        self.key = key
+        self.label = label
+        self.time = time
+        self.targets = targets
+    }
+}
+
+/// A Stop or a Snooze of an occurrence, from any agent of the household.
+public struct CascadeAnswer: Sendable, Equatable, Hashable {
+    public enum Kind: String, Sendable, Codable, CaseIterable { case stop, snooze }
+    public var key: OccurrenceKey
+    public var kind: Kind
+    /// The backup that was snoozed; nil for the primary alarm (and for a Stop).
+    public var target: Int?
+    public var at: Int64
+    public var by: String
+
+    public init(key: OccurrenceKey, kind: Kind, target: Int?, at: Int64, by: String) {
+        self.key = key
+        self.kind = kind
+        self.target = target
+        self.at = at
+        self.by = by
+    }
+}
+
+/// Who took a push or call slot.
+public struct SlotClaim: Sendable, Equatable {
+    public var by: String
+    public var at: Int64
+    public var state: ClaimMessage.State
+
+    public init(by: String, at: Int64, state: ClaimMessage.State) {
+        self.by = by
+        self.at = at
+        self.state = state
+    }
+}
+
+/// What this agent did with a slot (persisted: a restart never does it twice).
+public enum SlotOutcome: String, Sendable, Equatable, Codable, CaseIterable {
+    /// A device slot rang here.
+    case rang
+    /// A push or call was sent (or answered with a final refusal: `failed`).
+    case sent
+    case failed
+    /// This agent claimed a push or call slot and has not sent it yet (a crash in between never resends).
+    case claimed
+    /// Too late to fire (the agent was down past the late limit).
+    case missed
+    /// "All backups tried" was shown.
+    case announced
+}
+
+/// The household cascade as every agent computes it (#12): from the plans, the answers, the claims, the
+/// peers online and what this agent already did, the decisions due now and when to look again. Pure: the
+/// agent's `HouseholdService` does the I/O.
+public enum HouseholdCascade {
+    /// A survivor claims a push or call slot of a dead owner this long after the slot (the owner, if alive,
+    /// sends at once); the n-th survivor in name order waits `claimStep` longer each.
+    public static let claimDelay: TimeInterval = 3
+    public static let claimStep: TimeInterval = 5
+    /// A claim wins when it is still the latest one this long after it was published.
+    public static let claimSettle: TimeInterval = 2
+    /// A slot is fired at most this late (as an alarm rings at most this late).
+    public static let lateLimit: TimeInterval = AlarmRingRules.lateLimit
+    /// An occurrence is forgotten this long after it (it was stopped, or every backup was tried long ago).
+    public static let retention: TimeInterval = 2 * 86_400
+
+    public struct View: Sendable {
+        public var me: String
+        public var occurrences: [KnownOccurrence]
+        public var answers: [CascadeAnswer]
+        public var done: [SlotKey: SlotOutcome]
+        public var claims: [SlotKey: SlotClaim]
+        /// Devices whose presence is online now (this agent's own name may be in it or not).
+        public var online: Set<String>
+
+        public init(me: String, occurrences: [KnownOccurrence], answers: [CascadeAnswer], done: [SlotKey: SlotOutcome],
+                    claims: [SlotKey: SlotClaim], online: Set<String>) {
+            self.me = me
+            self.occurrences = occurrences
+            self.answers = answers
+            self.done = done
+            self.claims = claims
+            self.online = online
+        }
+    }
+
+    public enum Decision: Sendable, Equatable {
+        /// Ring the backup alarm here (a `device:` target naming this agent); `round` counts earlier rings.
+        case ring(SlotKey, KnownOccurrence, round: Int)
+        /// Send a push or place a call: as the owner, or as the survivor whose claim won.
+        case send(SlotKey, KnownOccurrence, BackupTarget)
+        /// Publish a claim on a dead owner's push or call slot.
+        case claim(SlotKey)
+        /// Too late: recorded, never fired.
+        case missed(SlotKey)
+        /// Every backup was tried and nobody pressed Stop: "All backups tried for <label> at <time>".
+        case allTried(SlotKey, KnownOccurrence)
+    }
+
+    /// Where one occurrence's cascade stands at `now`.
+    public struct Progress: Sendable, Equatable {
+        public var occurrence: KnownOccurrence
+        public var stopped: CascadeAnswer?
+        /// Every slot due so far, in order (target index, or `SlotKey.allTried`).
+        public var slots: [(key: SlotKey, round: Int)]
+        public var nextAt: Date?
+        public var finished: Bool
+
+        public static func == (a: Progress, b: Progress) -> Bool {
+            a.occurrence == b.occurrence && a.stopped == b.stopped && a.nextAt == b.nextAt && a.finished == b.finished
+                && a.slots.map(\.key) == b.slots.map(\.key) && a.slots.map(\.round) == b.slots.map(\.round)
+        }
+    }
+
+    /// Replays one occurrence's answers (in time order, up to `now`) through the `BackupCascade`.
+    public static func progress(of occurrence: KnownOccurrence, answers: [CascadeAnswer], now: Date) -> Progress {
+        var cascade = BackupCascade(occurrence: occurrence.key.date, count: occurrence.targets.count)
+        var slots: [(key: SlotKey, round: Int)] = []
+        func record(_ due: [(action: BackupCascade.Action, at: Date)]) {
+            for (action, at) in due {
+                let seconds = Int64(at.timeIntervalSince1970.rounded(.down))
+                switch action {
+                case .fire(let index, let round): slots.append((SlotKey(occurrence: occurrence.key, target: index, at: seconds), round))
+                case .allTried: slots.append((SlotKey(occurrence: occurrence.key, target: SlotKey.allTried, at: seconds), 0))
+                }
+            }
+        }
+        let mine = answers.filter { $0.key == occurrence.key && TimeInterval($0.at) <= now.timeIntervalSince1970 }
+            .sorted { ($0.at, $0.kind == .stop ? 0 : 1) < ($1.at, $1.kind == .stop ? 0 : 1) }
+        var stopped: CascadeAnswer?
+        for answer in mine {
+            record(cascade.dueWithTimes(at: Date(timeIntervalSince1970: TimeInterval(answer.at))))
+            switch answer.kind {
+            case .stop:
+                cascade.stop()
+                if stopped == nil { stopped = answer }
+            case .snooze:
+                if let target = answer.target, !occurrence.targets.indices.contains(target) { continue }
+                cascade.snooze(at: Date(timeIntervalSince1970: TimeInterval(answer.at)), target: answer.target)
+            }
+        }
+        record(cascade.dueWithTimes(at: now))
+        let finished = stopped != nil || cascade.announcedAllTried
+        return Progress(occurrence: occurrence, stopped: stopped, slots: slots, nextAt: cascade.wakeAt, finished: finished)
+    }
+
+    /// The decisions due at `now` and when to look again.
+    public static func decide(_ view: View, now: Date) -> (decisions: [Decision], wakeAt: Date?) {
+        var decisions: [Decision] = []
+        var wake: [Date] = []
+        let survivors = view.online.union([view.me]).sorted()
+        for occurrence in view.occurrences.sorted(by: { $0.key < $1.key }) {
+            let progress = progress(of: occurrence, answers: view.answers, now: now)
+            if let next = progress.nextAt { wake.append(next) }
+            let owner = occurrence.key.owner
+            // A slot this agent claimed waits for its claim to win; every other slot it dealt with is done.
+            for (slot, round) in progress.slots where view.done[slot] == nil || view.done[slot] == .claimed {
+                let claimedHere = view.done[slot] == .claimed
+                let late = now.timeIntervalSince(slot.date) > lateLimit
+                if slot.target == SlotKey.allTried {
+                    decisions.append(late ? .missed(slot) : .allTried(slot, occurrence))
+                    continue
+                }
+                guard occurrence.targets.indices.contains(slot.target) else { continue }
+                let target = occurrence.targets[slot.target]
+                switch target {
+                case .device(let name):
+                    guard name == view.me else { continue }
+                    decisions.append(late ? .missed(slot) : .ring(slot, occurrence, round: round))
+                case .push, .phone:
+                    let claim = view.claims[slot]
+                    if let claim, claim.by != view.me { continue }
+                    if owner == view.me {
+                        decisions.append(late ? .missed(slot) : .send(slot, occurrence, target))
+                        continue
+                    }
+                    // A survivor acts only for an owner the broker says is gone.
+                    guard !view.online.contains(owner) else { continue }
+                    if let claim, claimedHere {
+                        // Ours: it wins once it is still the latest after the settling time.
+                        let settled = Date(timeIntervalSince1970: TimeInterval(claim.at) + claimSettle)
+                        if claim.state != .claimed { continue }
+                        if now >= settled { decisions.append(late ? .missed(slot) : .send(slot, occurrence, target)) } else { wake.append(settled) }
+                        continue
+                    }
+                    // Claimed here, but the broker has not echoed it yet (or lost it): wait for it. A claim in our
+                    // name that this agent has no record of is not trusted to send (it could be sent twice).
+                    if claimedHere || claim != nil { continue }
+                    guard let rank = survivors.filter({ $0 != owner }).firstIndex(of: view.me) else { continue }
+                    let claimAt = slot.date.addingTimeInterval(claimDelay + claimStep * Double(rank))
+                    if late { decisions.append(.missed(slot)) } else if now >= claimAt { decisions.append(.claim(slot)) } else { wake.append(claimAt) }
+                }
+            }
+        }
+        return (decisions, wake.min())
+    }
+}

@@ -1,0 +1,214 @@
+import DoseTapCore
+import Foundation
+internal import GRDB
+
+/// The household cascade's memory on this agent (#12): the occurrences known from plans, the Stops and
+/// Snoozes heard, what this agent did with each slot (each slot is done at most once, across restarts and
+/// broker restarts), and the backup alarms that rang here. A row that cannot be read is left out.
+public struct HouseholdRepository: Sendable {
+    public let database: DoseTapDatabase
+
+    public init(database: DoseTapDatabase) {
+        self.database = database
+    }
+
+    // MARK: Occurrences
+
+    /// Every known occurrence, earliest first.
+    public func occurrences() throws -> [KnownOccurrence] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM household_occurrence ORDER BY at, owner, alarm_id").compactMap { row in
+                guard let owner = String.fromDatabaseValue(row["owner"]), let alarm = Int.fromDatabaseValue(row["alarm_id"]),
+                      let at = Int64.fromDatabaseValue(row["at"]), let label = String.fromDatabaseValue(row["label"]),
+                      let time = String.fromDatabaseValue(row["time"]), let text = String.fromDatabaseValue(row["targets"]),
+                      let strings = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return nil }
+                let targets = strings.compactMap { try? BackupTarget(parsing: $0) }
+                guard targets.count == strings.count else { return nil }
+                return KnownOccurrence(key: OccurrenceKey(owner: owner, alarmID: alarm, at: at), label: label, time: time, targets: targets)
+            }
+        }
+    }
+
+    /// Takes a plan as received (or published): its occurrences from `now` on replace the future ones known
+    /// for that alarm; occurrences already under way are kept as they were planned. A withdrawn plan (nil)
+    /// removes the future ones. Returns whether anything changed.
+    @discardableResult
+    public func applyPlan(owner: String, alarmID: Int, _ plan: KnownPlan?, now: Date) throws -> Bool {
+        let cut = Int64(now.timeIntervalSince1970.rounded(.down))
+        return try database.write { db in
+            let before = try Row.fetchAll(db, sql: "SELECT at, label, time, targets FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ? ORDER BY at",
+                                          arguments: [owner, alarmID, cut]).map { "\($0)" }
+            try db.execute(sql: "DELETE FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ?", arguments: [owner, alarmID, cut])
+            if let plan {
+                let targets = String(decoding: HouseholdMessage.encode(plan.targets.map(\.description)), as: UTF8.self)
+                for at in plan.occurrences {
+                    // A past occurrence is taken only when it is new to us (a plan heard late, after the broker
+                    // came back): one already known keeps the list it was planned with.
+                    try db.execute(sql: """
+                        INSERT OR IGNORE INTO household_occurrence (owner, alarm_id, at, label, time, targets) VALUES (?, ?, ?, ?, ?, ?)
+                        """, arguments: [owner, alarmID, at, plan.label, plan.time, targets])
+                }
+            }
+            let after = try Row.fetchAll(db, sql: "SELECT at, label, time, targets FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ? ORDER BY at",
+                                         arguments: [owner, alarmID, cut]).map { "\($0)" }
+            return before != after || db.changesCount > 0 && plan.map { $0.occurrences.contains { $0 <= cut } } == true
+        }
+    }
+
+    /// Forgets occurrences (and their answers, slots and rings) older than `before`.
+    public func prune(before: Date) throws {
+        let cut = Int64(before.timeIntervalSince1970)
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM household_occurrence WHERE at < ?", arguments: [cut])
+            try db.execute(sql: "DELETE FROM household_answer WHERE occurrence < ?", arguments: [cut])
+            try db.execute(sql: "DELETE FROM household_slot WHERE occurrence < ?", arguments: [cut])
+            try db.execute(sql: "DELETE FROM backup_ring WHERE occurrence < ? AND outcome != 'ringing'", arguments: [cut])
+        }
+    }
+
+    // MARK: Answers
+
+    public func answers() throws -> [CascadeAnswer] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM household_answer ORDER BY at").compactMap { row in
+                guard let owner = String.fromDatabaseValue(row["owner"]), let alarm = Int.fromDatabaseValue(row["alarm_id"]),
+                      let occurrence = Int64.fromDatabaseValue(row["occurrence"]),
+                      let kind = String.fromDatabaseValue(row["kind"]).flatMap(CascadeAnswer.Kind.init(rawValue:)),
+                      let at = Int64.fromDatabaseValue(row["at"]), let by = String.fromDatabaseValue(row["by"]) else { return nil }
+                return CascadeAnswer(key: OccurrenceKey(owner: owner, alarmID: alarm, at: occurrence), kind: kind,
+                                     target: Int.fromDatabaseValue(row["target"]), at: at, by: by)
+            }
+        }
+    }
+
+    /// Records an answer; false when it was known already.
+    @discardableResult
+    public func record(_ answer: CascadeAnswer) throws -> Bool {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO household_answer (owner, alarm_id, occurrence, kind, target, at, by) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [answer.key.owner, answer.key.alarmID, answer.key.at, answer.kind.rawValue, answer.target, answer.at, answer.by])
+            return db.changesCount > 0
+        }
+    }
+
+    // MARK: Slots
+
+    public func slots() throws -> [SlotKey: SlotOutcome] {
+        try database.read { db in
+            var result: [SlotKey: SlotOutcome] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM household_slot") {
+                guard let owner = String.fromDatabaseValue(row["owner"]), let alarm = Int.fromDatabaseValue(row["alarm_id"]),
+                      let occurrence = Int64.fromDatabaseValue(row["occurrence"]), let target = Int.fromDatabaseValue(row["target"]),
+                      let at = Int64.fromDatabaseValue(row["at"]),
+                      let outcome = String.fromDatabaseValue(row["outcome"]).flatMap(SlotOutcome.init(rawValue:)) else { continue }
+                result[SlotKey(occurrence: OccurrenceKey(owner: owner, alarmID: alarm, at: occurrence), target: target, at: at)] = outcome
+            }
+            return result
+        }
+    }
+
+    /// Marks a slot. With `expecting`, only when its outcome is that now (nil: the slot is new), so two
+    /// writers never both take a slot; returns whether it was written.
+    @discardableResult
+    public func mark(_ slot: SlotKey, _ outcome: SlotOutcome, expecting: SlotOutcome?, detail: String? = nil, at now: Date) throws -> Bool {
+        try database.write { db in
+            let key: StatementArguments = [slot.occurrence.owner, slot.occurrence.alarmID, slot.occurrence.at, slot.target, slot.at]
+            if let expecting {
+                try db.execute(sql: """
+                    UPDATE household_slot SET outcome = ?, updated_at = ?, detail = ?
+                    WHERE owner = ? AND alarm_id = ? AND occurrence = ? AND target = ? AND at = ? AND outcome = ?
+                    """, arguments: [outcome.rawValue, now.timeIntervalSince1970, detail] + key + [expecting.rawValue])
+            } else {
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO household_slot (outcome, updated_at, detail, owner, alarm_id, occurrence, target, at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [outcome.rawValue, now.timeIntervalSince1970, detail] + key)
+            }
+            return db.changesCount > 0
+        }
+    }
+
+    // MARK: Backup alarms ringing here
+
+    /// A backup alarm that rang (or rings) on this machine.
+    public struct BackupRing: Sendable, Equatable {
+        public var id: Int64
+        public var slot: SlotKey
+        public var label: String
+        public var time: String
+        public var startedAt: Date
+        public var endedAt: Date?
+        public var outcome: AlarmRingOutcome
+        public var endedBy: AlarmRingEnder?
+
+        /// Ten minutes after it started it gives up (as an alarm does).
+        public var givesUpAt: Date { startedAt.addingTimeInterval(AlarmRingRules.ringDuration) }
+    }
+
+    /// Starts ringing `slot` (the slot is marked `rang` in the same transaction); nil when it had rung before.
+    public func startRing(_ slot: SlotKey, label: String, time: String, at now: Date) throws -> BackupRing? {
+        try database.write { db in
+            let key: StatementArguments = [slot.occurrence.owner, slot.occurrence.alarmID, slot.occurrence.at, slot.target, slot.at]
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO household_slot (outcome, updated_at, detail, owner, alarm_id, occurrence, target, at)
+                VALUES ('rang', ?, NULL, ?, ?, ?, ?, ?)
+                """, arguments: [now.timeIntervalSince1970] + key)
+            guard db.changesCount > 0 else { return nil }
+            try db.execute(sql: """
+                INSERT INTO backup_ring (owner, alarm_id, occurrence, target, at, label, time, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: key + [label, time, now.timeIntervalSince1970])
+            return try Row.fetchOne(db, sql: "SELECT * FROM backup_ring WHERE id = ?", arguments: [db.lastInsertedRowID]).flatMap(Self.decode)
+        }
+    }
+
+    /// The backup alarm ringing here, if any (the latest).
+    public func ringing() throws -> BackupRing? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM backup_ring WHERE outcome = 'ringing' ORDER BY id DESC LIMIT 1").flatMap(Self.decode)
+        }
+    }
+
+    public func ring(id: Int64) throws -> BackupRing? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM backup_ring WHERE id = ?", arguments: [id]).flatMap(Self.decode)
+        }
+    }
+
+    /// Ends ring `id` if it still rings (one conditional update: Stop and the timeout never both win).
+    public func endRing(id: Int64, outcome: AlarmRingOutcome, by ender: AlarmRingEnder, at now: Date) throws -> BackupRing? {
+        precondition(outcome != .ringing, "a ring ends as stopped, snoozed or missed")
+        return try database.write { db in
+            try db.execute(sql: "UPDATE backup_ring SET outcome = ?, ended_by = ?, ended_at = ? WHERE id = ? AND outcome = 'ringing'",
+                           arguments: [outcome.rawValue, ender.rawValue, now.timeIntervalSince1970, id])
+            guard db.changesCount > 0 else { return nil }
+            return try Row.fetchOne(db, sql: "SELECT * FROM backup_ring WHERE id = ?", arguments: [id]).flatMap(Self.decode)
+        }
+    }
+
+    /// Backup rings that ended with a Stop or Snooze from this machine and not yet told to the household.
+    public func untold() throws -> [BackupRing] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM backup_ring WHERE outcome IN ('stopped', 'snoozed') AND ended_by NOT IN ('household', 'changed')
+                AND NOT EXISTS (SELECT 1 FROM household_answer a WHERE a.owner = backup_ring.owner AND a.alarm_id = backup_ring.alarm_id
+                    AND a.occurrence = backup_ring.occurrence AND a.at = CAST(backup_ring.ended_at AS INTEGER)
+                    AND a.kind = CASE backup_ring.outcome WHEN 'stopped' THEN 'stop' ELSE 'snooze' END)
+                ORDER BY id
+                """).compactMap(Self.decode)
+        }
+    }
+
+    static func decode(_ row: Row) -> BackupRing? {
+        guard let id = Int64.fromDatabaseValue(row["id"]), let owner = String.fromDatabaseValue(row["owner"]),
+              let alarm = Int.fromDatabaseValue(row["alarm_id"]), let occurrence = Int64.fromDatabaseValue(row["occurrence"]),
+              let target = Int.fromDatabaseValue(row["target"]), let at = Int64.fromDatabaseValue(row["at"]),
+              let label = String.fromDatabaseValue(row["label"]), let time = String.fromDatabaseValue(row["time"]),
+              let started = Double.fromDatabaseValue(row["started_at"]), started.isFinite,
+              let outcome = String.fromDatabaseValue(row["outcome"]).flatMap(AlarmRingOutcome.init(rawValue:)) else { return nil }
+        return BackupRing(id: id, slot: SlotKey(occurrence: OccurrenceKey(owner: owner, alarmID: alarm, at: occurrence), target: target, at: at),
+                          label: label, time: time, startedAt: Date(timeIntervalSince1970: started),
+                          endedAt: Double.fromDatabaseValue(row["ended_at"]).map(Date.init(timeIntervalSince1970:)),
+                          outcome: outcome, endedBy: String.fromDatabaseValue(row["ended_by"]).flatMap(AlarmRingEnder.init(rawValue:)))
+    }
+}

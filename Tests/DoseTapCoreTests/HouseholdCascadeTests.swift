@@ -1,0 +1,257 @@
+import DoseTapCore
+import Foundation
+import PropertyBased
+import Testing
+
+@Suite("The household cascade (#12): who fires which slot, from plans, answers, claims and presence")
+struct HouseholdCascadeTests {
+    static let t: Int64 = 1_800_000_000
+    let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: HouseholdCascadeTests.t)
+    var occurrence: KnownOccurrence {
+        KnownOccurrence(key: key, label: "Wake", time: "05:00",
+                        targets: [.device("bedroom-pi"), .push("https://ntfy.sh/jen"), .phone("+15551234567")])
+    }
+    func at(_ minutes: Double) -> Date { Date(timeIntervalSince1970: TimeInterval(Self.t) + minutes * 60) }
+    func slot(_ target: Int, _ minutes: Double) -> SlotKey {
+        SlotKey(occurrence: key, target: target, at: Self.t + Int64(minutes * 60))
+    }
+    func view(_ me: String, answers: [CascadeAnswer] = [], done: [SlotKey: SlotOutcome] = [:], claims: [SlotKey: SlotClaim] = [:],
+              online: Set<String>) -> HouseholdCascade.View {
+        HouseholdCascade.View(me: me, occurrences: [occurrence], answers: answers, done: done, claims: claims, online: online)
+    }
+
+    @Test("the device target rings its own slot at T+2 (not a second before), only there, once")
+    func deviceSlot() {
+        let online: Set = ["jen-laptop", "bedroom-pi", "kitchen"]
+        #expect(HouseholdCascade.decide(view("bedroom-pi", online: online), now: at(1.99)).decisions == [])
+        #expect(HouseholdCascade.decide(view("bedroom-pi", online: online), now: at(1.99)).wakeAt == at(2))
+        #expect(HouseholdCascade.decide(view("bedroom-pi", online: online), now: at(2)).decisions == [.ring(slot(0, 2), occurrence, round: 0)])
+        #expect(HouseholdCascade.decide(view("kitchen", online: online), now: at(2)).decisions == [])
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: [slot(0, 2): .rang], online: online), now: at(3)).decisions == [])
+    }
+
+    @Test("a Stop before the slot: nothing fires anywhere; a Stop after it: nothing more")
+    func stop() {
+        let stop = CascadeAnswer(key: key, kind: .stop, target: nil, at: Self.t + 60, by: "jen-laptop")
+        for me in ["jen-laptop", "bedroom-pi", "kitchen"] {
+            #expect(HouseholdCascade.decide(view(me, answers: [stop], online: []), now: at(30)).decisions == [])
+        }
+        let late = CascadeAnswer(key: key, kind: .stop, target: nil, at: Self.t + 150, by: "bedroom-pi")
+        #expect(HouseholdCascade.decide(view("jen-laptop", answers: [late], online: ["jen-laptop"]), now: at(30)).decisions == [],
+                "the owner has no device slot, and nothing comes after the Stop")
+        let progress = HouseholdCascade.progress(of: occurrence, answers: [late], now: at(30))
+        #expect(progress.slots.map(\.key) == [slot(0, 2)] && progress.finished && progress.nextAt == nil)
+    }
+
+    @Test("the owner sends its push and call targets itself while alive; survivors leave them alone")
+    func ownerSends() {
+        let online: Set = ["jen-laptop", "bedroom-pi", "kitchen"]
+        let done: [SlotKey: SlotOutcome] = [:]
+        #expect(HouseholdCascade.decide(view("jen-laptop", done: done, online: online), now: at(4)).decisions
+                == [.send(slot(1, 4), occurrence, .push("https://ntfy.sh/jen"))])
+        #expect(HouseholdCascade.decide(view("kitchen", online: online), now: at(7)).decisions == [])
+        // Without a broker the owner sees nobody online, itself included: it still sends.
+        #expect(HouseholdCascade.decide(view("jen-laptop", done: [slot(1, 4): .sent], online: []), now: at(6)).decisions
+                == [.send(slot(2, 6), occurrence, .phone("+15551234567"))])
+    }
+
+    @Test("a dead owner: the first survivor by name claims 3 s after the slot, the next 5 s later; a claim wins after 2 s settled")
+    func survivorsClaim() {
+        let online: Set = ["bedroom-pi", "kitchen"]
+        let push = slot(1, 4)
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: [slot(0, 2): .rang], online: online), now: at(4)).wakeAt
+                == at(4).addingTimeInterval(3))
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: [slot(0, 2): .rang], online: online), now: at(4).addingTimeInterval(3)).decisions
+                == [.claim(push)])
+        #expect(HouseholdCascade.decide(view("kitchen", online: online), now: at(4).addingTimeInterval(7.9)).decisions == [])
+        #expect(HouseholdCascade.decide(view("kitchen", online: online), now: at(4).addingTimeInterval(8)).decisions == [.claim(push)])
+        // bedroom-pi's claim seen by kitchen: it stands down.
+        let claim = SlotClaim(by: "bedroom-pi", at: push.at + 3, state: .claimed)
+        #expect(HouseholdCascade.decide(view("kitchen", claims: [push: claim], online: online), now: at(4).addingTimeInterval(8)).decisions == [])
+        // bedroom-pi sends once its claim settled (1.9 s: not yet).
+        let mine = view("bedroom-pi", done: [slot(0, 2): .rang, push: .claimed], claims: [push: claim], online: online)
+        #expect(HouseholdCascade.decide(mine, now: at(4).addingTimeInterval(4.9)).decisions == [])
+        #expect(HouseholdCascade.decide(mine, now: at(4).addingTimeInterval(5)).decisions == [.send(push, occurrence, .push("https://ntfy.sh/jen"))])
+        // Overwritten by kitchen's claim (the latest wins): bedroom-pi never sends.
+        let theirs = SlotClaim(by: "kitchen", at: push.at + 4, state: .claimed)
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: [slot(0, 2): .rang, push: .claimed], claims: [push: theirs], online: online),
+                                        now: at(5)).decisions == [])
+        // A claim in our name that we have no record of (our database was lost) is not trusted to send.
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: [slot(0, 2): .rang], claims: [push: claim], online: online), now: at(5)).decisions == [])
+    }
+
+    @Test("Snooze on a backup: the same target 9 minutes later, in a new slot; the escalation waits")
+    func snooze() {
+        let snooze = CascadeAnswer(key: key, kind: .snooze, target: 0, at: Self.t + 180, by: "bedroom-pi")
+        let mine = view("bedroom-pi", answers: [snooze], done: [slot(0, 2): .rang], online: ["bedroom-pi"])
+        #expect(HouseholdCascade.decide(mine, now: at(11.99)).decisions == [])
+        #expect(HouseholdCascade.decide(mine, now: at(11.99)).wakeAt == at(12))
+        #expect(HouseholdCascade.decide(mine, now: at(12)).decisions == [.ring(slot(0, 12), occurrence, round: 1)])
+        #expect(HouseholdCascade.decide(mine, now: at(12)).wakeAt == at(14), "then the escalation goes on")
+    }
+
+    @Test("all backups tried: every agent with the plan announces it once, 2 minutes after the last target")
+    func allTried() {
+        let done: [SlotKey: SlotOutcome] = [slot(0, 2): .rang]
+        let tried = SlotKey(occurrence: key, target: SlotKey.allTried, at: Self.t + 480)
+        #expect(HouseholdCascade.decide(view("kitchen", online: ["jen-laptop"]), now: at(8)).decisions == [.allTried(tried, occurrence)])
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: done.merging([tried: .announced]) { a, _ in a }, online: ["jen-laptop"]),
+                                        now: at(9)).decisions == [])
+    }
+
+    @Test("an agent that comes back past the late limit records slots as missed, never fires them late")
+    func late() {
+        let d = HouseholdCascade.decide(view("bedroom-pi", online: []), now: at(12.01)).decisions
+        #expect(d.contains(.missed(slot(0, 2))))
+        #expect(!d.contains { if case .ring = $0 { true } else { false } })
+        // 10 minutes late exactly still rings.
+        #expect(HouseholdCascade.decide(view("bedroom-pi", online: []), now: at(12)).decisions.first == .ring(slot(0, 2), occurrence, round: 0))
+    }
+
+    /// A household of three agents replaying random Stop/Snooze/silence/crash sequences: each slot is done
+    /// by at most one agent and at most once, never after a Stop, and device slots fire in time order.
+    @Test("property: each slot at most once, never after Stop, always one of the cascade's slots, in order (random answers, crashes, presence)")
+    func property() async {
+        await propertyCheck(count: 300, input: Gen.int(in: 0...3).array(of: 1...30), Gen.int(in: 1...240).array(of: 30...30),
+                            Gen.int(in: 0...2).array(of: 30...30)) { kinds, steps, who in
+            let agents = ["jen-laptop", "bedroom-pi", "kitchen"]
+            let occ = KnownOccurrence(key: key, label: "Wake", time: "05:00",
+                                      targets: [.device("bedroom-pi"), .device("kitchen"), .push("https://ntfy.sh/jen"), .phone("+15551234567")])
+            var done: [String: [SlotKey: SlotOutcome]] = Dictionary(uniqueKeysWithValues: agents.map { ($0, [:]) })
+            var claims: [SlotKey: SlotClaim] = [:]
+            var answers: [CascadeAnswer] = []
+            var fired: [(agent: String, slot: SlotKey, at: Date)] = []
+            var alive: Set<String> = Set(agents)
+            var now = at(0)
+            for (index, kind) in kinds.enumerated() {
+                now = now.addingTimeInterval(TimeInterval(steps[index]))
+                let agent = agents[who[index]]
+                switch kind {
+                case 0: // Stop by someone alive.
+                    if alive.contains(agent) { answers.append(CascadeAnswer(key: key, kind: .stop, target: nil, at: Int64(now.timeIntervalSince1970), by: agent)) }
+                case 1: // Snooze of whatever rang last on that agent.
+                    if let last = fired.last(where: { $0.agent == agent && $0.slot.target >= 0 }) {
+                        answers.append(CascadeAnswer(key: key, kind: .snooze, target: last.slot.target, at: Int64(now.timeIntervalSince1970), by: agent))
+                    }
+                case 2: // A crash, or a return (its database survives).
+                    if alive.contains(agent) { alive.remove(agent) } else { alive.insert(agent) }
+                default: break
+                }
+                for me in agents where alive.contains(me) {
+                    let v = HouseholdCascade.View(me: me, occurrences: [occ], answers: answers, done: done[me]!, claims: claims, online: alive)
+                    for decision in HouseholdCascade.decide(v, now: now).decisions {
+                        switch decision {
+                        case .ring(let slot, _, _):
+                            done[me]![slot] = .rang
+                            fired.append((me, slot, now))
+                        case .send(let slot, _, _):
+                            // The service publishes its claim (state sent) with every send, the owner's included.
+                            done[me]![slot] = .sent
+                            claims[slot] = SlotClaim(by: me, at: Int64(now.timeIntervalSince1970), state: .sent)
+                            fired.append((me, slot, now))
+                        case .claim(let slot):
+                            done[me]![slot] = .claimed
+                            claims[slot] = SlotClaim(by: me, at: Int64(now.timeIntervalSince1970), state: .claimed)
+                        case .missed(let slot): done[me]![slot] = .missed
+                        case .allTried(let slot, _): done[me]![slot] = .announced
+                        }
+                    }
+                }
+            }
+            let slots = fired.map(\.slot)
+            #expect(Set(slots).count == slots.count, "a slot fired twice: \(fired)")
+            if let stop = answers.filter({ $0.kind == .stop }).map(\.at).min() {
+                #expect(fired.allSatisfy { $0.slot.at <= stop }, "fired after the Stop at \(stop): \(fired)")
+            }
+            // In order: each agent acts on its slots in their order, and the targets' first slots follow the list.
+            for agent in agents {
+                let mine = fired.filter { $0.agent == agent }.map(\.slot.at)
+                #expect(mine == mine.sorted(), "\(agent) acted out of order: \(fired)")
+            }
+            // ... and every slot fired is one of the cascade's own slots, in its order (escalating every 2 minutes
+            // down the list, a snoozed target again 9 minutes later), replayed from the whole history.
+            let planned = HouseholdCascade.progress(of: occ, answers: answers, now: now).slots.map(\.key)
+            #expect(fired.allSatisfy { f in planned.contains(f.slot) }, "a slot outside the cascade: \(fired) planned \(planned)")
+            #expect(planned.map(\.at) == planned.map(\.at).sorted())
+        }
+    }
+}
+
+@Suite("Household messages from the broker (#12): topics, payloads, hostile input")
+struct HouseholdMessageTests {
+    let household = HouseholdTopic.slug("Jen's family")
+
+    @Test("the household's topic level: ASCII slug, a stable fallback, home when unnamed")
+    func slug() {
+        #expect(household == "jen-s-family")
+        #expect(HouseholdTopic.slug(nil) == "home")
+        #expect(HouseholdTopic.slug("Ω家") == "hcea9e5aeb6")
+        #expect(HouseholdTopic.slug("a/+#b") == "a-b")
+    }
+
+    @Test("topics round-trip")
+    func topics() throws {
+        let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: 1_800_000_000)
+        for topic in [HouseholdTopic.peer(device: "bedroom-pi"), .plan(owner: "jen-laptop", alarmID: 3), .answer(key, kind: .stop),
+                      .answer(key, kind: .snooze), .claim(SlotKey(occurrence: key, target: 2, at: 1_800_000_360))] {
+            #expect(try HouseholdTopic(parsing: topic.topic(household: household), household: household) == topic)
+        }
+    }
+
+    @Test("a plan parses; hostile plans are refused with a reason")
+    func plans() throws {
+        let topic = HouseholdTopic.plan(owner: "jen-laptop", alarmID: 3).topic(household: household)
+        let good = HouseholdMessage.encode(PlanMessage(label: "Wake", time: "05:00", occurrences: [1_800_000_000],
+                                                       targets: [.device("bedroom-pi"), .phone("+15551234567")]))
+        guard case .plan(let owner, 3, let plan?) = try HouseholdMessage.parse(topic: topic, payload: good, household: household) else {
+            Issue.record("not a plan")
+            return
+        }
+        #expect(owner == "jen-laptop" && plan.targets == [.device("bedroom-pi"), .phone("+15551234567")])
+        #expect(try HouseholdMessage.parse(topic: topic, payload: [], household: household) == .plan(owner: "jen-laptop", alarmID: 3, nil))
+        let hostile: [(String, String)] = [
+            ("{", "not the expected JSON"),
+            (#"{"v":2,"label":"x","time":"05:00","occurrences":[1800000000],"targets":["device:a"]}"#, "version 2"),
+            (#"{"v":1,"label":"x","time":"25:00","occurrences":[1800000000],"targets":["device:a"]}"#, "HH:MM"),
+            (#"{"v":1,"label":"x","time":"05:00","occurrences":[1e300],"targets":["device:a"]}"#, "JSON"),
+            (#"{"v":1,"label":"x","time":"05:00","occurrences":[-5],"targets":["device:a"]}"#, "2000 and 2200"),
+            (#"{"v":1,"label":"x","time":"05:00","occurrences":[1800000000],"targets":[]}"#, "no targets"),
+            (#"{"v":1,"label":"x","time":"05:00","occurrences":[1800000000],"targets":["device:jen-laptop"]}"#, "its owner"),
+            (#"{"v":1,"label":"x","time":"05:00","occurrences":[1800000000],"targets":["device:a","device:a"]}"#, "twice"),
+            (#"{"v":1,"label":"x","time":"05:00","occurrences":[1800000000],"targets":["device:bеdroom"]}"#, "not valid"),
+            (#"{"v":1,"label":"x","time":"05:00","occurrences":[1800000000],"targets":["push:javascript:alert(1)"]}"#, "not valid"),
+        ]
+        for (payload, reason) in hostile {
+            #expect {
+                _ = try HouseholdMessage.parse(topic: topic, payload: Array(payload.utf8), household: household)
+            } throws: { ($0 as? HouseholdMessageError)?.description.contains(reason) == true }
+        }
+        #expect(throws: HouseholdMessageError.self) {
+            _ = try HouseholdMessage.parse(topic: topic, payload: Array(repeating: 0x20, count: 16 * 1024 + 1), household: household)
+        }
+    }
+
+    @Test("topics of another household, unknown kinds, look-alike names, bad numbers are refused")
+    func badTopics() {
+        for topic in ["dosetap/other/peer/a", "dosetap/jen-s-family/peer/bеdroom", "dosetap/jen-s-family/peer/a/b", "dosetap/jen-s-family/dose/a",
+                      "dosetap/jen-s-family/answer/a/3/1800000000/maybe", "dosetap/jen-s-family/answer/a/3/-1/stop",
+                      "dosetap/jen-s-family/answer/a/3/99999999999/stop", "dosetap/jen-s-family/claim/a/3/1800000000/40/1800000000",
+                      "dosetap/jen-s-family/plan/a/x", "dosetap/jen-s-family/peer/a\u{7}"] {
+            #expect(throws: HouseholdMessageError.self, "\(topic)") { _ = try HouseholdTopic(parsing: topic, household: household) }
+        }
+    }
+
+    @Test("answers: from a valid name, not before their occurrence, a target in range")
+    func answers() throws {
+        let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: 1_800_000_000)
+        let topic = HouseholdTopic.answer(key, kind: .snooze).topic(household: household)
+        #expect(try HouseholdMessage.parse(topic: topic, payload: Array(#"{"by":"bedroom-pi","at":1800000200,"target":0}"#.utf8), household: household)
+                == .answer(CascadeAnswer(key: key, kind: .snooze, target: 0, at: 1_800_000_200, by: "bedroom-pi")))
+        for payload in [#"{"by":"bedroom-pi","at":1799999999}"#, #"{"by":"../x","at":1800000200}"#, #"{"by":"a","at":1800000200,"target":99}"#,
+                        #"{"by":"a","at":"now"}"#, #"{"at":1800000200}"#] {
+            #expect(throws: HouseholdMessageError.self, "\(payload)") {
+                _ = try HouseholdMessage.parse(topic: topic, payload: Array(payload.utf8), household: household)
+            }
+        }
+    }
+}
