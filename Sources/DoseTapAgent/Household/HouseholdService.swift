@@ -133,6 +133,9 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
     /// Look again now.
     public func poke() { loop.poke() }
 
+    /// The peers heard on the broker: online or not.
+    public var peers: [String: Bool] { state.withLock { $0.peers.mapValues(\.online) } }
+
     // MARK: RingingAlarmControl (a backup alarm ringing here)
 
     public var isRinging: Bool { state.withLock { $0.ringing != nil } }

@@ -1,0 +1,241 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// A value shared between a test and the closures it hands out.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R: Sendable>(_ body: (inout sending Value) -> sending R) -> R { mutex.withLock(body) }
+    var value: Value { mutex.withLock { $0 } }
+}
+
+/// Records the pushes and calls an agent would send, answering 200.
+final class RecordingHTTP: OutboundHTTP {
+    let requests = Mutex<[OutboundRequest]>([])
+    func post(_ request: OutboundRequest) async -> OutboundRetryPolicy.Attempt {
+        requests.withLock { $0.append(request) }
+        return .status(200, retryAfter: nil)
+    }
+    var urls: [String] { requests.withLock { $0.map(\.url) } }
+}
+
+/// Three agents of one household — jen-laptop (the owner of alarm 1 at 05:00), bedroom-pi and kitchen —
+/// each with its own database, on a real mosquitto on loopback and one fake clock (the long scenarios of
+/// #12). Time moves in steps of a second around the slots; between steps the test waits for the broker to
+/// deliver (conditions are polled: nothing here sleeps for the cascade's timing).
+@Suite("Household cascade across three agents on a real broker and one fake clock", .serialized, .timeLimit(.minutes(3)))
+struct HouseholdServiceTests {
+    static let utc = TimeZone(identifier: "UTC")!
+    static let t = localDate("2026-03-02 05:00:00", utc)
+    static func at(_ minutes: Double) -> Date { t.addingTimeInterval(minutes * 60) }
+    static let beep = SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav")
+    static let phone = "+15551234567"
+    static let push = "http://127.0.0.1:9/jen"
+
+    final class Member: Sendable {
+        let name: String
+        let directory: URL
+        let database: DoseTapDatabase
+        let client: MQTTClient
+        let service: HouseholdService
+        let http = RecordingHTTP()
+        let rings = Locked<[SlotKey]>([])
+        let primaryStops = Locked<[Int]>([])
+        let task = Locked<Task<Void, any Error>?>(nil)
+
+        init(name: String, port: Int, clock: FakeClock) throws {
+            self.name = name
+            directory = freshDataFolder("dosetap-household-\(name)")
+            database = try DoseTapDatabase(directory: directory)
+            let identity = HouseholdIdentity(name: "Jen's family", device: name)
+            client = try MQTTClient(clientID: "dosetap-\(name)", will: .init(
+                topic: HouseholdTopic.peer(device: name).topic(household: identity.topic), payload: HouseholdMessage.encode(PeerMessage.offline)))
+            let logger = Logger(label: "household.\(name)")
+            let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
+                                          beep: HouseholdServiceTests.beep, desktop: nil)
+            let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+            let rings = self.rings
+            let stops = self.primaryStops
+            service = HouseholdService(
+                identity: identity, database: database, link: HouseholdLink(client: client, host: "127.0.0.1", port: port, url: "mqtt://127.0.0.1:\(port)"),
+                delivery: BackupDelivery(http: http, clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
+                                         phone: PhoneSettings(url: "http://127.0.0.1:9", account: "AC1", tokenFile: Member.token(directory), from: "+15550001111"),
+                                         logger: logger),
+                ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil,
+                stopPrimary: { id in stops.withLock { $0.append(id) }; return true }, statusFile: nil,
+                onRing: { slot, _ in rings.withLock { $0.append(slot) } })
+        }
+
+        static func token(_ directory: URL) -> String {
+            let file = directory.appendingPathComponent("token")
+            try? "secret\n".write(to: file, atomically: true, encoding: .utf8)
+            return file.path
+        }
+
+        func start() {
+            let service = self.service
+            task.withLock { $0 = Task { try await service.run() } }
+        }
+
+        /// The machine dies: its connection drops (the broker sends its last will) and its agent stops.
+        func kill() {
+            client.dropConnection()
+            task.withLock { $0?.cancel() }
+        }
+
+        var slots: [SlotKey: SlotOutcome] { (try? HouseholdRepository(database: database).slots()) ?? [:] }
+        var rang: [Int64] { rings.withLock { $0.map(\.at) } }
+    }
+
+    struct Household {
+        let clock: FakeClock
+        let owner: Member
+        let bedroom: Member
+        let kitchen: Member
+        var all: [Member] { [owner, bedroom, kitchen] }
+    }
+
+    /// Waits (polling, up to 10 s of real time) until `condition` holds.
+    func until(_ what: String, _ condition: () -> Bool) async throws {
+        let end = Date().addingTimeInterval(10)
+        while !condition() {
+            guard Date() < end else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Moves the clock to `end` a second at a time, letting the broker deliver between steps.
+    func run(_ h: Household, to end: Date) async throws {
+        while h.clock.now() < end {
+            h.clock.advance(by: min(1, end.timeIntervalSince(h.clock.now())))
+            for member in h.all { member.service.poke() }
+            try await Task.sleep(for: .milliseconds(8))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+
+    /// A household on `broker` whose owner has alarm 1 at 05:00 daily with `targets`, every agent started and
+    /// the plan heard by the others.
+    func household(_ broker: PrivateBroker.Broker, targets: [String]) async throws -> Household {
+        let clock = FakeClock(Self.at(-10), timeZone: Self.utc)
+        let h = Household(clock: clock, owner: try Member(name: "jen-laptop", port: broker.port, clock: clock),
+                          bedroom: try Member(name: "bedroom-pi", port: broker.port, clock: clock),
+                          kitchen: try Member(name: "kitchen", port: broker.port, clock: clock))
+        let alarms = AlarmUseCases(store: DataStore(database: h.owner.database), clock: clock, battery: { nil })
+        let id = try alarms.add(.init(time: "05:00", label: "Wake", repetition: "daily")).alarm.id
+        let household = AlarmUseCases.Household(device: "jen-laptop", hasBroker: true)
+        for target in targets { _ = try alarms.changeBackups(id: id, .add(target), household: household) }
+        _ = try alarms.changeBackups(id: id, .on, household: household)
+        for member in h.all { member.start() }
+        for member in [h.bedroom, h.kitchen] {
+            try await until("\(member.name) to hear the plan") {
+                ((try? HouseholdRepository(database: member.database).occurrences()) ?? []).contains { $0.key.at == Int64(Self.t.timeIntervalSince1970) }
+            }
+        }
+        return h
+    }
+
+    func stopAll(_ h: Household) {
+        for member in h.all { member.task.withLock { $0?.cancel() } }
+    }
+
+    func key(_ minutes: Double) -> Int64 { Int64(Self.at(minutes).timeIntervalSince1970) }
+
+    @Test("owner dead before T: bedroom-pi rings at T+2, kitchen at T+4; the push and the call are sent once by a survivor; all tried everywhere; a broker restart at T+3 changes nothing")
+    func ownerDeadSilence() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen", "push:\(Self.push)", "phone:5551234567"])
+            h.owner.kill()
+            try await until("the owner to be seen gone") { h.kitchen.service.peers["jen-laptop"] == false && h.bedroom.service.peers["jen-laptop"] == false }
+            try await run(h, to: Self.at(2).addingTimeInterval(-1))
+            #expect(h.bedroom.rang.isEmpty, "nothing before T+2")
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring") { h.bedroom.rang == [key(2)] }
+            #expect(h.kitchen.rang.isEmpty)
+
+            // The broker dies and comes back (empty: no persistence) mid-cascade.
+            try await run(h, to: Self.at(3))
+            let restarted = try await PrivateBroker.restart(broker)
+            defer { restarted.cancel() }
+            try await until("every agent to be back on the broker") { h.bedroom.client.isConnected && h.kitchen.client.isConnected }
+
+            try await run(h, to: Self.at(10.5))
+            #expect(h.bedroom.rang == [key(2)], "bedroom-pi rang once")
+            #expect(h.kitchen.rang == [key(4)], "kitchen rang once, at T+4")
+            let sent = h.bedroom.http.urls + h.kitchen.http.urls
+            #expect(sent.filter { $0 == Self.push }.count == 1, "the push exactly once: \(sent)")
+            #expect(sent.filter { $0.hasSuffix("/Calls.json") }.count == 1, "the call exactly once: \(sent)")
+            #expect(h.owner.http.urls.isEmpty)
+            let tried = SlotKey(occurrence: OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0)), target: SlotKey.allTried, at: key(10))
+            #expect(h.bedroom.slots[tried] == .announced && h.kitchen.slots[tried] == .announced, "all backups tried on every survivor")
+            stopAll(h)
+        }
+    }
+
+    @Test("Stop on bedroom-pi (the command line): nothing else fires, and the owner's own ringing alarm stops")
+    func stopOnBackup() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen", "push:\(Self.push)"])
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring") { h.bedroom.rang == [key(2)] }
+            try await run(h, to: Self.at(2.5))
+            let answer = try AlarmUseCases(store: DataStore(directory: h.bedroom.directory), clock: h.clock, battery: { nil }).stopRinging(by: .cli)
+            #expect(answer.backupOf == "jen-laptop")
+            h.bedroom.service.poke()
+            try await until("the owner to hear the Stop") { h.owner.primaryStops.value == [1] }
+            try await run(h, to: Self.at(9))
+            #expect(h.kitchen.rang.isEmpty && h.owner.http.urls.isEmpty && h.bedroom.rang == [key(2)], "nothing fires after Stop")
+            #expect(!h.bedroom.service.isRinging)
+            stopAll(h)
+        }
+    }
+
+    @Test("Snooze on bedroom-pi at T+3: kitchen waits; bedroom-pi rings again at T+12, then kitchen at T+14")
+    func snoozeOnBackup() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen"])
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring") { h.bedroom.rang == [key(2)] }
+            try await run(h, to: Self.at(3))
+            #expect(h.bedroom.service.snooze(by: .button))
+            try await run(h, to: Self.at(11.9))
+            #expect(h.kitchen.rang.isEmpty, "the escalation waits for the snooze")
+            try await run(h, to: Self.at(12))
+            try await until("bedroom-pi to ring again") { h.bedroom.rang == [key(2), key(12)] }
+            try await run(h, to: Self.at(14.1))
+            #expect(h.kitchen.rang == [key(14)])
+            stopAll(h)
+        }
+    }
+
+    @Test("owner alive: it sends the push itself (nobody else); killed before the call, a survivor places the call exactly once")
+    func ownerKilledMidCascade() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "push:\(Self.push)", "phone:5551234567"])
+            try await run(h, to: Self.at(4.2))
+            try await until("the owner to send the push") { h.owner.http.urls == [Self.push] }
+            h.owner.kill()
+            try await until("the owner to be seen gone") { h.kitchen.service.peers["jen-laptop"] == false && h.bedroom.service.peers["jen-laptop"] == false }
+            try await run(h, to: Self.at(6.5))
+            let calls = (h.bedroom.http.urls + h.kitchen.http.urls)
+            #expect(calls.count == 1 && calls.first?.hasSuffix("/2010-04-01/Accounts/AC1/Calls.json") == true, "\(calls)")
+            #expect(h.owner.http.urls == [Self.push], "the push once, by the owner")
+            let request = try #require((h.bedroom.http.requests.withLock { $0 } + h.kitchen.http.requests.withLock { $0 }).first)
+            let body = String(decoding: request.body, as: UTF8.self)
+            #expect(body.contains("To=%2B15551234567") && body.contains("From=%2B15550001111"))
+            #expect(body.contains("This%20is%20an%20automated%20backup%20alarm%20from%20Jen%27s%20family%27s%20jen-laptop."))
+            #expect(request.basicAuth?.user == "AC1")
+            stopAll(h)
+        }
+    }
+}
