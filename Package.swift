@@ -150,7 +150,7 @@ let package = Package(
         .testTarget(
             name: "DoseTapAgentTests",
             dependencies: [
-                "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto",
+                "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP",
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

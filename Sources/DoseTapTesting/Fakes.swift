@@ -32,6 +32,9 @@ public final class FakeClock: Scheduling {
     /// How many tasks are sleeping on this clock now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// The instants the sleepers wait for, earliest first.
+    public var deadlines: [Date] { state.withLock { $0.sleepers.values.map(\.deadline).sorted() } }
+
     /// Returns once at least `count` tasks sleep on this clock (a test waits for a service to settle,
     /// without sleeping for real).
     public func waitForSleepers(_ count: Int = 1) async {
