@@ -113,6 +113,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .executableTarget(
+            name: "household-latency",
+            dependencies: ["DoseTapAgent", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting",
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/HouseholdLatency",
+            swiftSettings: strict
+        ),
+
         // Fakes for every port and fixture loaders; used by tests only.
         .target(
             name: "DoseTapTesting",
