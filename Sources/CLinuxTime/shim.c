@@ -138,14 +138,17 @@ int dosetap_install_global_executor(dosetap_enqueue_fn enqueue, dosetap_enqueue_
     return 1;
 }
 
-/* A relative timerfd on CLOCK_MONOTONIC (Task.sleep's delays, once the hooks above are installed). */
-int dosetap_monotonic_timer(uint64_t nanoseconds) {
+/* A relative timerfd on CLOCK_MONOTONIC (Task.sleep's delays once the hooks above are installed; libdbus's
+ * timeouts, repeating). */
+int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval) {
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (fd < 0) return -1;
     struct itimerspec spec = {0};
     if (nanoseconds == 0) nanoseconds = 1; /* 0 would disarm */
     spec.it_value.tv_sec = (time_t)(nanoseconds / 1000000000ULL);
     spec.it_value.tv_nsec = (long)(nanoseconds % 1000000000ULL);
+    spec.it_interval.tv_sec = (time_t)(interval / 1000000000ULL);
+    spec.it_interval.tv_nsec = (long)(interval % 1000000000ULL);
     if (timerfd_settime(fd, 0, &spec, NULL) != 0) { int e = errno; close(fd); errno = e; return -1; }
     return fd;
 }

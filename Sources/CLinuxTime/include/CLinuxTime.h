@@ -42,6 +42,7 @@ enum { DOSETAP_EPOLLIN = 1, DOSETAP_EPOLLOUT = 4, DOSETAP_EPOLLERR = 8, DOSETAP_
 typedef void (*dosetap_enqueue_fn)(void *job);
 typedef void (*dosetap_enqueue_after_fn)(void *job, uint64_t nanoseconds);
 int dosetap_install_global_executor(dosetap_enqueue_fn enqueue, dosetap_enqueue_after_fn enqueue_after);
-/* A armed, relative, non-blocking timerfd on CLOCK_MONOTONIC firing once after `nanoseconds`; -1 and errno. */
-int dosetap_monotonic_timer(uint64_t nanoseconds);
+/* An armed, relative, non-blocking timerfd on CLOCK_MONOTONIC firing after `nanoseconds`, then every
+ * `interval` (0: once); -1 and errno. */
+int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval);
 #endif

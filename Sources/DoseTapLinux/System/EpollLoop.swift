@@ -104,6 +104,39 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
         submit(.closure(body))
     }
 
+    /// Runs `body` on the loop's thread and waits for it: inline when called there (so a caller on the loop
+    /// never waits for itself), else queued behind the work already there while the caller's thread blocks.
+    public func sync<T>(_ body: () throws -> T) rethrows -> T {
+        if inLoop { return try body() }
+        return try withoutActuallyEscaping(body) { body in
+            let box = SyncBox<T>()
+            let condition = SyncCondition()
+            nonisolated(unsafe) let unsafeBody = body
+            execute {
+                box.result = Result { try unsafeBody() }
+                condition.signal()
+            }
+            condition.wait()
+            return try box.result!.get()
+        }
+    }
+
+    /// Arms a monotonic timer (libdbus's timeouts): `handler` runs on the loop's thread after `nanoseconds`,
+    /// then every `nanoseconds` until `unwatch`.
+    public func repeatingTimer(every nanoseconds: UInt64, _ handler: @escaping @Sendable () -> Void) throws(SystemCallError) -> Watch {
+        let fd = dosetap_monotonic_timer(nanoseconds, nanoseconds)
+        guard fd >= 0 else { throw SystemCallError(description: "timerfd: \(String(cString: strerror(errno)))") }
+        do {
+            return try watch(fd: fd) { _ in
+                _ = dosetap_timerfd_consume(fd)
+                handler()
+            }
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
     /// True on the loop's own thread.
     public var inLoop: Bool { threadID.load(ordering: .acquiring) == UInt64(pthread_self()) }
 
@@ -151,7 +184,7 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
 
     /// A delayed job (`Task.sleep` once installed): a one-shot `CLOCK_MONOTONIC` timerfd in this epoll set.
     private func submit(_ job: UnownedJob, after nanoseconds: UInt64) {
-        let fd = dosetap_monotonic_timer(nanoseconds)
+        let fd = dosetap_monotonic_timer(nanoseconds, 0)
         guard fd >= 0 else {
             // Out of descriptors: run it now rather than never (a sleep that returns early, not a hang).
             submit(.job(job))
@@ -218,4 +251,40 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
             }
         }
     }
+}
+
+/// The result of a `sync` block, written on the loop's thread before the waiting thread is released.
+private final class SyncBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}
+
+/// A one-time event for `EpollLoop.sync`'s waiting thread.
+private final class SyncCondition: @unchecked Sendable {
+    private var condition = pthread_cond_t()
+    private var mutex = pthread_mutex_t()
+    private var done = false
+    init() {
+        pthread_cond_init(&condition, nil)
+        pthread_mutex_init(&mutex, nil)
+    }
+    deinit {
+        pthread_cond_destroy(&condition)
+        pthread_mutex_destroy(&mutex)
+    }
+    func signal() {
+        pthread_mutex_lock(&mutex)
+        done = true
+        pthread_cond_signal(&condition)
+        pthread_mutex_unlock(&mutex)
+    }
+    func wait() {
+        pthread_mutex_lock(&mutex)
+        while !done { pthread_cond_wait(&condition, &mutex) }
+        pthread_mutex_unlock(&mutex)
+    }
+}
+
+/// A value touched only on the loop's thread, carried through a `@Sendable` handler.
+struct LoopBound<T>: @unchecked Sendable {
+    let value: T
 }
