@@ -109,11 +109,13 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
     public func sync<T>(_ body: () throws -> T) rethrows -> T {
         if inLoop { return try body() }
         return try withoutActuallyEscaping(body) { body in
+            // The loop must let go of `body` before the caller returns (withoutActuallyEscaping checks
+            // that it did): the queued closure holds only this box, emptied before the caller is released.
             let box = SyncBox<T>()
+            box.body = body
             let condition = SyncCondition()
-            nonisolated(unsafe) let unsafeBody = body
             execute {
-                box.result = Result { try unsafeBody() }
+                box.run()
                 condition.signal()
             }
             condition.wait()
@@ -255,7 +257,14 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
 
 /// The result of a `sync` block, written on the loop's thread before the waiting thread is released.
 private final class SyncBox<T>: @unchecked Sendable {
+    var body: (() throws -> T)?
     var result: Result<T, any Error>?
+
+    func run() {
+        guard let body else { return }
+        self.body = nil
+        result = Result { try body() }
+    }
 }
 
 /// A one-time event for `EpollLoop.sync`'s waiting thread.
