@@ -17,6 +17,8 @@ USERUNITDIR ?= $(PREFIX)/share/systemd/user
 UDEVRULESDIR ?= /etc/udev/rules.d
 DESTDIR ?=
 INSTALL ?= install
+# The installed binary keeps its symbol table (named frames in a crash backtrace), not its DWARF (-36 MB).
+STRIP ?= strip --strip-debug
 
 .PHONY: run test build release deps deps-test deps-bench bench fuzz sanitize clean install install-udev uninstall
 
@@ -39,6 +41,7 @@ release: deps
 # the smallest resident footprint (docs/performance.md), and no Swift toolchain needed where it runs.
 install: release
 	$(INSTALL) -Dm755 .build/release/dosetap "$(DESTDIR)$(BINDIR)/dosetap"
+	$(STRIP) "$(DESTDIR)$(BINDIR)/dosetap"
 	$(INSTALL) -d "$(DESTDIR)$(USERUNITDIR)"
 	sed -e 's|^ExecStart=%h/.local/bin/dosetap |ExecStart=$(BINDIR)/dosetap |' packaging/systemd/dosetap.service \
 	    > "$(DESTDIR)$(USERUNITDIR)/dosetap.service"

@@ -175,9 +175,11 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
     // MARK: - The loop
 
     private func submit(_ work: Work) {
+        // On the loop's own thread the work is run before the next `epoll_wait` anyway: no eventfd write.
+        let onLoop = inLoop
         let signal = state.withLock { s -> Bool in
             s.work.append(work)
-            if s.wakePending { return false }
+            if s.wakePending || onLoop { return false }
             s.wakePending = true
             return true
         }
