@@ -140,10 +140,12 @@ def main():
             syms.append((int(p[0], 16), p[2]))
     addrs = [a for a, _ in syms]
     import bisect
-    libs, sections = collections.Counter(), collections.Counter()
+    libs, sections, perms = collections.Counter(), collections.Counter(), collections.Counter()
     for m in maps:
         if m["path"] != exe:
             continue
+        perms[m["perms"]] += m["Rss"]
+        perms[m["perms"] + " dirty"] += m["Private_Dirty"]
         # file offset -> link-time address through the LOAD segment holding it
         for page in present_pages(pid, m["start"], m["end"]):
             off = page - m["start"] + m["offset"]
@@ -157,7 +159,7 @@ def main():
                 continue
             mid = vaddr + PAGE // 2
             sec = next((n for n, a, s in secs if a <= mid < a + s), "(no section)")
-            sections[sec + (" (relocated: dirty)" if "w" in m["perms"] else "")] += PAGE // 1024
+            sections[sec] += PAGE // 1024
             i = bisect.bisect_right(addrs, mid) - 1
             lib = library_of(syms[i][1]) if i >= 0 and sec in (".text", ".rodata", ".data.rel.ro", ".data") else sec
             libs[lib] += PAGE // 1024
@@ -170,7 +172,12 @@ def main():
     for name, n in libs.most_common(top + 8):
         print(f"| {name} | {kb(n)} |")
     print()
-    print("| section of the executable | RSS MB |")
+    print("| mappings of the executable | RSS MB |")
+    print("|---|---|")
+    for name, n in sorted(perms.items()):
+        print(f"| {name} | {kb(n)} |")
+    print()
+    print("| section of the executable (approximate: page midpoint) | RSS MB |")
     print("|---|---|")
     for name, n in sections.most_common(top):
         print(f"| {name} | {kb(n)} |")
