@@ -2,10 +2,25 @@
 #   make run    build and run the agent in the foreground
 #   make test   run every test (unit, property, store, CLI, hardware fixtures under umockdev, a short fuzz run)
 # and, for hardening: make fuzz (10^7 executions per fuzz target), make sanitize (ASan, TSan).
+# make install: the lean release build (static Swift runtime), the systemd user unit and the udev rules.
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run test build release deps deps-test deps-bench bench fuzz sanitize clean
+# make install [PREFIX=…] [DESTDIR=…]. The default PREFIX is your own ~/.local: no root needed for the
+# binary and the user unit (~/.local/share/systemd/user is in the user manager's search path, as are
+# /usr/local/share/systemd/user and /usr/share/systemd/user for PREFIX=/usr/local or /usr). The udev rules
+# go to /etc/udev/rules.d: installed when that is writable (root, or a DESTDIR staging tree), otherwise
+# `sudo make install-udev` installs them alone.
+PREFIX ?= $(HOME)/.local
+BINDIR ?= $(PREFIX)/bin
+USERUNITDIR ?= $(PREFIX)/share/systemd/user
+UDEVRULESDIR ?= /etc/udev/rules.d
+DESTDIR ?=
+INSTALL ?= install
+# The installed binary keeps its symbol table (named frames in a crash backtrace), not its DWARF (-36 MB).
+STRIP ?= strip --strip-debug
+
+.PHONY: run test build release deps deps-test deps-bench bench fuzz sanitize clean install install-udev uninstall
 
 deps:
 	@scripts/install-deps.sh run
@@ -21,6 +36,36 @@ build: deps
 
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product dosetap
+
+# The installed agent is the release build with the Swift runtime linked in (--static-swift-stdlib):
+# the smallest resident footprint (docs/performance.md), and no Swift toolchain needed where it runs.
+install: release
+	$(INSTALL) -Dm755 .build/release/dosetap "$(DESTDIR)$(BINDIR)/dosetap"
+	$(STRIP) "$(DESTDIR)$(BINDIR)/dosetap"
+	$(INSTALL) -d "$(DESTDIR)$(USERUNITDIR)"
+	sed -e 's|^ExecStart=%h/.local/bin/dosetap |ExecStart=$(BINDIR)/dosetap |' packaging/systemd/dosetap.service \
+	    > "$(DESTDIR)$(USERUNITDIR)/dosetap.service"
+	chmod 644 "$(DESTDIR)$(USERUNITDIR)/dosetap.service"
+	@if [ -n "$(DESTDIR)" ] || [ -w "$(UDEVRULESDIR)" ] || { [ ! -e "$(UDEVRULESDIR)" ] && [ "$$(id -u)" = 0 ]; }; then \
+	    $(MAKE) --no-print-directory install-udev; \
+	else \
+	    echo "udev rules not installed ($(UDEVRULESDIR) is not writable): sudo make install-udev"; \
+	fi
+	@echo "Installed $(DESTDIR)$(BINDIR)/dosetap and $(DESTDIR)$(USERUNITDIR)/dosetap.service. Start the agent with:"
+	@echo "  systemctl --user daemon-reload && systemctl --user enable --now dosetap"
+
+# The rules alone (root): the vibration motor, HID remotes, the RTC wake alarm (udev-rules/README.md).
+install-udev:
+	$(INSTALL) -d "$(DESTDIR)$(UDEVRULESDIR)"
+	$(INSTALL) -m644 udev-rules/70-dosetap-vibra.rules udev-rules/71-dosetap-hid-buttons.rules \
+	    udev-rules/72-dosetap-rtc-wakealarm.rules "$(DESTDIR)$(UDEVRULESDIR)/"
+	@if [ -z "$(DESTDIR)" ] && command -v udevadm >/dev/null && [ -d /run/udev ]; then \
+	    udevadm control --reload && udevadm trigger -s input -s rtc || true; \
+	fi
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/dosetap" "$(DESTDIR)$(USERUNITDIR)/dosetap.service"
+	@echo "The udev rules stay in $(UDEVRULESDIR) (sudo rm $(UDEVRULESDIR)/7[012]-dosetap-*.rules); your data stays in ~/.local/share/dosetap."
 
 run: build
 	.build/debug/dosetap agent $(ARGS)

@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
-# Idle footprint of the DoseTap agent next to upowerd, under the same umockdev battery.
+# Idle footprint of the DoseTap agent next to upowerd, under the same umockdev battery: in one run,
+# both power states and both setups, agent and upowerd side by side in each (issue #15).
 #
 # Usage:
-#   Benchmarks/idle-footprint.sh [-d SECONDS] [-s SECONDS] [-o FILE] [FIXTURE]
+#   Benchmarks/idle-footprint.sh [-d SECONDS] [-s SECONDS] [-a SECONDS] [-o FILE] [FIXTURE]
 #
-#   FIXTURE        umockdev file shown to both processes
-#                  (default: hw-fixtures/power_supply/energy-discharging.umockdev)
-#   -d SECONDS     length of the measured window (default 60)
+#   FIXTURE        umockdev file for the battery state (default:
+#                  hw-fixtures/power_supply/energy-discharging.umockdev); the AC state is always
+#                  hw-fixtures/power_supply/ac-online.umockdev (on AC, charging)
+#   -d SECONDS     length of each measured window (default 60)
 #   -s SECONDS     settle time after start-up, before the window opens (default 5)
+#   -a SECONDS     with a button: one BTHome advert (a beacon, no press) every SECONDS (default 10)
 #   -o FILE        also write the markdown report to FILE (e.g. docs/benchmarks/idle.md)
 #   -h             this help
+#
+# The four scenarios, each with fresh buses, upowerd and agent:
+#   battery, no buttons       the battery fixture, no BlueZ on the system bus
+#   AC, no buttons            ac-online.umockdev
+#   battery, one button       + python-dbusmock's bluez5 template with adapter hci0 and one device, added
+#   AC, one button              to the agent with `dosetap button add ADDR --kind bthome`; a BTHome beacon
+#                               (battery 100 %, button event "none") every -a seconds through the mock
+#                               (Properties.Set of Device1.ServiceData = the PropertiesChanged bluetoothd
+#                               sends); the report counts the adverts in the window
 #
 # Environment:
 #   DOSETAP        agent binary (default .build/release/dosetap; built with
@@ -21,9 +33,15 @@
 #   UMOCKDEV_TMPDIR  where umockdev-run builds its fake /sys (default /dev/shm when writable,
 #                  as in Benchmarks/cli-latency.sh)
 #   KEEP_TMP=1     keep the temporary directory (bus configs, logs, agent data) for inspection
+#   ONLY=LIST      run only these scenarios (comma-separated: battery,ac,battery+button,ac+button)
+#   STRACE=1       also trace the agent's threads during each window (strace -f -tt, written to
+#                  $TMP/<scenario>/agent.strace; implies KEEP_TMP=1): which thread wakes, and why.
+#                  ptrace stops count as context switches: the wake-up figures of such a run are
+#                  inflated, read the trace instead
+#   BREAKDOWN=1    after the first scenario, where the agent's RSS goes (Benchmarks/rss-breakdown.py)
 #
-# What it does: starts a private system bus and a private session bus (dbus-daemon, config
-# written to a temp dir, anyone may own names and send), runs
+# What it does, per scenario: starts a private system bus and a private session bus (dbus-daemon,
+# config written to a temp dir, anyone may own names and send), runs
 #   umockdev-run -d FIXTURE -- upowerd                       (with DBUS_SYSTEM_BUS_ADDRESS set)
 #   umockdev-run -d FIXTURE -- $DOSETAP agent --data-dir $TMP/data
 # side by side, checks that upowerd enumerates the battery, lets both settle, then measures
@@ -47,9 +65,11 @@ FIXTURE=$ROOT/hw-fixtures/power_supply/energy-discharging.umockdev
 usage() { sed -n '2,/^set -euo pipefail/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 die() { echo "idle-footprint: $*" >&2; exit 2; }
 
-while getopts ":d:s:o:h" opt; do
+ADVERT_EVERY=10
+while getopts ":d:s:a:o:h" opt; do
     case $opt in
         d) DURATION=$OPTARG ;;
+        a) ADVERT_EVERY=$OPTARG ;;
         s) SETTLE=$OPTARG ;;
         o) OUTPUT=$OPTARG ;;
         h) usage; exit 0 ;;
@@ -62,11 +82,16 @@ shift $((OPTIND - 1))
 [[ $# -eq 1 ]] && FIXTURE=$1
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 1 ]] || die "-d wants whole seconds >= 1, got '$DURATION'"
 [[ $SETTLE =~ ^[0-9]+$ ]] || die "-s wants whole seconds, got '$SETTLE'"
+[[ $ADVERT_EVERY =~ ^[0-9]+$ && $ADVERT_EVERY -ge 1 ]] || die "-a wants whole seconds >= 1, got '$ADVERT_EVERY'"
 [[ -f $FIXTURE ]] || die "fixture not found: $FIXTURE"
 FIXTURE=$(realpath "$FIXTURE")
+AC_FIXTURE=$ROOT/hw-fixtures/power_supply/ac-online.umockdev
+[[ -f $AC_FIXTURE ]] || die "fixture not found: $AC_FIXTURE"
+[[ ${STRACE:-0} == 1 ]] && KEEP_TMP=1
+/usr/bin/python3 -c 'import dbusmock, dbus' 2>/dev/null || die "python3-dbusmock and python3-dbus are missing for /usr/bin/python3"
 
 UPOWERD=${UPOWERD:-/usr/libexec/upowerd}
-for tool in umockdev-run dbus-daemon dbus-send setsid realpath getconf; do
+for tool in umockdev-run dbus-daemon dbus-send setsid realpath getconf pgrep; do
     command -v "$tool" >/dev/null || die "missing tool: $tool"
 done
 [[ -x $UPOWERD ]] || die "upowerd not found at $UPOWERD (apt-get install upower)"
@@ -93,6 +118,19 @@ cleanup() {
     exit "$rc"
 }
 trap cleanup EXIT
+# stop_groups: ends every process group started so far (between scenarios)
+stop_groups() {
+    local pg
+    for pg in "${PGIDS[@]}"; do kill -TERM -- "-$pg" 2>/dev/null || true; done
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        local alive=0
+        for pg in "${PGIDS[@]}"; do kill -0 -- "-$pg" 2>/dev/null && alive=1; done
+        [[ $alive == 0 ]] && break
+        sleep 0.3
+    done
+    for pg in "${PGIDS[@]}"; do kill -KILL -- "-$pg" 2>/dev/null || true; done
+    PGIDS=()
+}
 trap 'exit 130' INT
 trap 'exit 143' TERM
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dosetap-idle.XXXXXX")
@@ -110,7 +148,7 @@ else
         (cd "$ROOT" && swift build -c release --product dosetap) >&2
     fi
     DOSETAP=$(realpath "$DOSETAP")
-    AGENT_CMD=("$DOSETAP" agent --data-dir "$TMP/data")
+    AGENT_CMD=("$DOSETAP" agent)
     AGENT_LABEL="dosetap agent"
 fi
 
@@ -123,14 +161,14 @@ start_bg() {
 }
 
 # ---- private buses --------------------------------------------------------------------------
-start_bus() { # TYPE -> BUS_ADDRESS
-    local type=$1 conf=$TMP/$1-bus.conf
+start_bus() { # DIR TYPE -> BUS_ADDRESS
+    local dir=$1 type=$2 conf=$1/$2-bus.conf
     cat >"$conf" <<EOF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>$type</type>
-  <listen>unix:path=$TMP/$type-bus.socket</listen>
+  <listen>unix:path=$dir/$type-bus.socket</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow user="*"/>
@@ -140,16 +178,13 @@ start_bus() { # TYPE -> BUS_ADDRESS
   </policy>
 </busconfig>
 EOF
-    start_bg "$TMP/$type-bus.log" dbus-daemon --config-file="$conf" --nofork --nopidfile
-    for _ in $(seq 50); do [[ -S $TMP/$type-bus.socket ]] && break; sleep 0.1; done
-    [[ -S $TMP/$type-bus.socket ]] || { cat "$TMP/$type-bus.log" >&2; die "private $type bus did not start"; }
-    BUS_ADDRESS=unix:path=$TMP/$type-bus.socket
+    start_bg "$dir/$type-bus.log" dbus-daemon --config-file="$conf" --nofork --nopidfile
+    for _ in $(seq 50); do [[ -S $dir/$type-bus.socket ]] && break; sleep 0.1; done
+    [[ -S $dir/$type-bus.socket ]] || { cat "$dir/$type-bus.log" >&2; die "private $type bus did not start"; }
+    BUS_ADDRESS=unix:path=$dir/$type-bus.socket
 }
-start_bus system; export DBUS_SYSTEM_BUS_ADDRESS=$BUS_ADDRESS
-start_bus session; export DBUS_SESSION_BUS_ADDRESS=$BUS_ADDRESS
 unset NOTIFY_SOCKET WATCHDOG_USEC WATCHDOG_PID
 
-# ---- the two contenders ---------------------------------------------------------------------
 # real_child WRAPPER_PID: the process umockdev-run forked (waits up to 5 s for it)
 real_child() {
     local w=$1 c=
@@ -162,39 +197,46 @@ real_child() {
     return 1
 }
 
-mkdir -p "$TMP/upower-history" "$TMP/data" "$TMP/xdg-config" "$TMP/xdg-data"
 if [[ -z ${UMOCKDEV_TMPDIR:-} && -d /dev/shm && -w /dev/shm ]]; then UMOCKDEV_TMPDIR=/dev/shm; fi
 UMOCKDEV_TMPDIR=${UMOCKDEV_TMPDIR:-${TMPDIR:-/tmp}}
 read -r -a UPOWERD_EXTRA <<<"${UPOWERD_ARGS:-}"
-start_bg "$TMP/upowerd.log" env TMPDIR="$UMOCKDEV_TMPDIR" UPOWER_HISTORY_DIR="$TMP/upower-history/" \
-    umockdev-run -d "$FIXTURE" -- "$UPOWERD" "${UPOWERD_EXTRA[@]}"
-UP_WRAPPER=$BG_PID
-start_bg "$TMP/agent.log" env TMPDIR="$UMOCKDEV_TMPDIR" XDG_CONFIG_HOME="$TMP/xdg-config" XDG_DATA_HOME="$TMP/xdg-data" \
-    umockdev-run -d "$FIXTURE" -- "${AGENT_CMD[@]}"
-AGENT_WRAPPER=$BG_PID
+BUTTON=A4:C1:38:8D:18:B7
 
-UP_PID=$(real_child "$UP_WRAPPER") || { cat "$TMP/upowerd.log" >&2; die "upowerd did not start"; }
-AGENT_PID=$(real_child "$AGENT_WRAPPER") || { cat "$TMP/agent.log" >&2; die "the agent did not start"; }
+# The mock BlueZ of the button scenarios: python-dbusmock's bluez5 template, adapter hci0, one device.
+start_bluez() { # DIR
+    local dir=$1
+    start_bg "$dir/bluez.log" /usr/bin/python3 -m dbusmock --system --template bluez5
+    for _ in $(seq 100); do
+        dbus-send --system --print-reply --dest=org.bluez /org/bluez org.freedesktop.DBus.Introspectable.Introspect \
+            >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    dbus-send --system --print-reply --dest=org.bluez /org/bluez org.bluez.Mock.AddAdapter string:hci0 string:bedside-pi >/dev/null \
+        || die "mock BlueZ: AddAdapter failed (log: $dir/bluez.log)"
+    dbus-send --system --print-reply --dest=org.bluez /org/bluez org.bluez.Mock.AddDevice string:hci0 string:$BUTTON string:bedside >/dev/null \
+        || die "mock BlueZ: AddDevice failed"
+}
 
-# upowerd must really see the fixture's battery (no power_supply device = nothing to measure)
-devices=
-for _ in $(seq 100); do
-    devices=$(dbus-send --system --print-reply --dest=org.freedesktop.UPower /org/freedesktop/UPower \
-        org.freedesktop.UPower.EnumerateDevices 2>/dev/null | sed -n 's/.*object path "\(.*\)"/\1/p') || true
-    [[ $devices == *battery_* ]] && break
-    kill -0 "$UP_PID" 2>/dev/null || break
-    sleep 0.1
-done
-if [[ $devices != *battery_* ]]; then
-    cat "$TMP/upowerd.log" >&2
-    die "upowerd does not see a battery in $FIXTURE (devices: ${devices:-none})"
-fi
-battery=$(grep -m1 battery_ <<<"$devices")
-percentage=$(dbus-send --system --print-reply --dest=org.freedesktop.UPower "$battery" \
-    org.freedesktop.DBus.Properties.Get string:org.freedesktop.UPower.Device string:Percentage \
-    2>/dev/null | awk '/double/ {print $3}') || true
-echo "idle-footprint: upowerd ($UP_PID) sees: $(tr '\n' ' ' <<<"$devices")(battery at ${percentage:-?} %)" >&2
-echo "idle-footprint: $AGENT_LABEL ($AGENT_PID) under umockdev-run ($AGENT_WRAPPER)" >&2
+# The advert source: a BTHome v2 beacon (packet id, battery 100 %, button event "none") every
+# ADVERT_EVERY seconds; each one appends a line to DIR/adverts.
+start_adverts() { # DIR
+    local dir=$1
+    start_bg "$dir/adverts.log" /usr/bin/python3 -c '
+import sys, time, dbus
+every, address, log = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+bus = dbus.SystemBus()
+device = bus.get_object("org.bluez", "/org/bluez/hci0/dev_" + address.replace(":", "_"))
+pid = 0
+while True:
+    pid = (pid + 1) % 256
+    data = dbus.Array([0x40, 0x00, pid, 0x01, 100, 0x3A, 0x00], signature="y")
+    device.Set("org.bluez.Device1", "ServiceData",
+               dbus.Dictionary({"0000fcd2-0000-1000-8000-00805f9b34fb": data}, signature="sv"),
+               dbus_interface="org.freedesktop.DBus.Properties")
+    with open(log, "a") as f: f.write("%.3f\n" % time.time())
+    time.sleep(every)
+' "$ADVERT_EVERY" "$BUTTON" "$dir/adverts"
+}
 
 # ---- sampling -------------------------------------------------------------------------------
 declare -A BASE=() LAST=() DEAD=()
@@ -248,66 +290,148 @@ switches() { # NAME -> total increase in the window over all threads seen
 nthreads() { local t=(/proc/"$1"/task/*); echo "${#t[@]}"; }
 threads_seen() { local key n=0; for key in "${!LAST[@]}"; do [[ $key == "$1:"* ]] && n=$((n + 1)); done; echo "$n"; }
 
-echo "idle-footprint: settling ${SETTLE}s, then measuring ${DURATION}s" >&2
-sleep "$SETTLE"
+declare -A ROWS=()
+SCENARIOS=()
 
-declare -A PID_OF=([upowerd]=$UP_PID [agent]=$AGENT_PID) CPU0=() THREADS0=()
-for name in upowerd agent; do
-    pid=${PID_OF[$name]}
-    if alive "$pid"; then
-        CPU0[$name]=$(cpu_ticks "$pid")
-        THREADS0[$name]=$(nthreads "$pid")
+# scenario NAME FIXTURE BUTTON(0|1): one measurement; appends its two rows to ROWS[NAME]
+scenario() {
+    local name=$1 fixture=$2 button=$3 dir=$TMP/${1/+/-} devices= battery percentage
+    mkdir -p "$dir/upower-history" "$dir/data" "$dir/xdg-config" "$dir/xdg-data"
+    echo "idle-footprint: --- $name ($(basename "$fixture")$([[ $button == 1 ]] && echo ", one BTHome button every ${ADVERT_EVERY}s")) ---" >&2
+    start_bus "$dir" system; export DBUS_SYSTEM_BUS_ADDRESS=$BUS_ADDRESS
+    start_bus "$dir" session; export DBUS_SESSION_BUS_ADDRESS=$BUS_ADDRESS
+    if [[ $button == 1 ]]; then
+        start_bluez "$dir"
+        if [[ -z ${DOSETAP_CMD:-} ]]; then
+            env XDG_CONFIG_HOME="$dir/xdg-config" XDG_DATA_HOME="$dir/xdg-data" \
+                "$DOSETAP" button add "$BUTTON" --kind bthome --name bedside --data-dir "$dir/data" >"$dir/button-add.log" 2>&1 \
+                || { cat "$dir/button-add.log" >&2; die "dosetap button add failed"; }
+        fi
     fi
-    sample "$name" "$pid" base
-done
-t0=$EPOCHREALTIME
-end_us=$(( ${t0/./} + DURATION * 1000000 ))
-while :; do
-    left_us=$(( end_us - ${EPOCHREALTIME/./} ))
-    (( left_us > 0 )) || break
-    (( left_us > 1000000 )) && left_us=1000000
-    sleep "$(printf '%d.%06d' $((left_us / 1000000)) $((left_us % 1000000)))"
-    for name in upowerd agent; do sample "$name" "${PID_OF[$name]}" window; done
-done
-t1=$EPOCHREALTIME
-elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    start_bg "$dir/upowerd.log" env TMPDIR="$UMOCKDEV_TMPDIR" UPOWER_HISTORY_DIR="$dir/upower-history/" \
+        umockdev-run -d "$fixture" -- "$UPOWERD" "${UPOWERD_EXTRA[@]}"
+    local up_wrapper=$BG_PID
+    local agent_cmd=("${AGENT_CMD[@]}")
+    [[ -n ${DOSETAP_CMD:-} ]] || agent_cmd+=(--data-dir "$dir/data")
+    start_bg "$dir/agent.log" env TMPDIR="$UMOCKDEV_TMPDIR" XDG_CONFIG_HOME="$dir/xdg-config" XDG_DATA_HOME="$dir/xdg-data" \
+        umockdev-run -d "$fixture" -- "${agent_cmd[@]}"
+    local agent_wrapper=$BG_PID
+    UP_PID=$(real_child "$up_wrapper") || { cat "$dir/upowerd.log" >&2; die "upowerd did not start"; }
+    AGENT_PID=$(real_child "$agent_wrapper") || { cat "$dir/agent.log" >&2; die "the agent did not start"; }
+
+    # upowerd must really see the fixture's battery (no power_supply device = nothing to measure)
+    for _ in $(seq 100); do
+        devices=$(dbus-send --system --print-reply --dest=org.freedesktop.UPower /org/freedesktop/UPower \
+            org.freedesktop.UPower.EnumerateDevices 2>/dev/null | sed -n 's/.*object path "\(.*\)"/\1/p') || true
+        [[ $devices == *battery_* ]] && break
+        kill -0 "$UP_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [[ $devices != *battery_* ]]; then
+        cat "$dir/upowerd.log" >&2
+        die "upowerd does not see a battery in $fixture (devices: ${devices:-none})"
+    fi
+    battery=$(grep -m1 battery_ <<<"$devices")
+    percentage=$(dbus-send --system --print-reply --dest=org.freedesktop.UPower "$battery" \
+        org.freedesktop.DBus.Properties.Get string:org.freedesktop.UPower.Device string:Percentage \
+        2>/dev/null | awk '/double/ {print $3}') || true
+    echo "idle-footprint: upowerd ($UP_PID) sees: $(tr '\n' ' ' <<<"$devices")(battery at ${percentage:-?} %)" >&2
+    echo "idle-footprint: $AGENT_LABEL ($AGENT_PID) under umockdev-run ($agent_wrapper)" >&2
+    [[ $button == 1 ]] && start_adverts "$dir"
+
+    echo "idle-footprint: settling ${SETTLE}s, then measuring ${DURATION}s" >&2
+    sleep "$SETTLE"
+    BASE=(); LAST=(); DEAD=(); CPU0=(); THREADS0=()
+    PID_OF=([upowerd]=$UP_PID [agent]=$AGENT_PID)
+    for who in upowerd agent; do
+        pid=${PID_OF[$who]}
+        if alive "$pid"; then
+            CPU0[$who]=$(cpu_ticks "$pid")
+            THREADS0[$who]=$(nthreads "$pid")
+        fi
+        sample "$who" "$pid" base
+    done
+    local tracer=
+    if [[ ${STRACE:-0} == 1 ]] && command -v strace >/dev/null; then
+        strace -f -tt -p "$AGENT_PID" -o "$dir/agent.strace" 2>/dev/null &
+        tracer=$!
+    fi
+    local adverts0=0 adverts1=0
+    [[ -f $dir/adverts ]] && adverts0=$(wc -l <"$dir/adverts")
+    t0=$EPOCHREALTIME
+    end_us=$(( ${t0/./} + DURATION * 1000000 ))
+    while :; do
+        left_us=$(( end_us - ${EPOCHREALTIME/./} ))
+        (( left_us > 0 )) || break
+        (( left_us > 1000000 )) && left_us=1000000
+        sleep "$(printf '%d.%06d' $((left_us / 1000000)) $((left_us % 1000000)))"
+        for who in upowerd agent; do sample "$who" "${PID_OF[$who]}" window; done
+    done
+    t1=$EPOCHREALTIME
+    [[ -f $dir/adverts ]] && adverts1=$(wc -l <"$dir/adverts")
+    [[ -z $tracer ]] || { kill "$tracer" 2>/dev/null; wait "$tracer" 2>/dev/null || true; }
+    elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    ADVERTS=$((adverts1 - adverts0))
+    local label=$name
+    [[ $button == 1 ]] && label="$name, $ADVERTS adverts"
+    ROWS[$name]="$(row upowerd "$label" "upowerd")
+$(row agent "$label" "$AGENT_LABEL")"
+    SCENARIOS+=("$name")
+    if [[ ${BREAKDOWN:-0} == 1 && ${#SCENARIOS[@]} == 1 ]] && alive "$AGENT_PID"; then
+        BREAKDOWN_TEXT=$(/usr/bin/python3 "$ROOT/Benchmarks/rss-breakdown.py" "$AGENT_PID" 2>&1 || true)
+    fi
+    for who in upowerd agent; do
+        if [[ -n ${DEAD[$who]:-} ]] || ! alive "${PID_OF[$who]}"; then
+            echo "idle-footprint: $who died during $name; last lines of its log:" >&2
+            tail -n 20 "$dir/$who.log" >&2 || true
+            STATUS=1
+        fi
+    done
+    stop_groups
+}
 
 # ---- report ---------------------------------------------------------------------------------
 mb() { awk -v k="$1" 'BEGIN { if (k == "") print "n/a"; else printf "%.1f", k / 1024 }'; }
-row() { # NAME LABEL
-    local name=$1 label=$2 pid=${PID_OF[$1]} rss hwm pss cpu sw thr
+row() { # NAME SCENARIO LABEL
+    local name=$1 scen=$2 label=$3 pid=${PID_OF[$1]} rss hwm pss cpu sw thr
     if [[ -n ${DEAD[$name]:-} ]] || ! alive "$pid"; then
-        echo "| $label | $pid | DIED${DEAD[$name]:+ at ${DEAD[$name]}} | | | | | | | |"
+        echo "| $scen | $label | $pid | DIED${DEAD[$name]:+ at ${DEAD[$name]}} | | | | | | | |"
         return
     fi
     rss=$(status_kb "$pid" VmRSS); hwm=$(status_kb "$pid" VmHWM); pss=$(pss_kb "$pid")
     cpu=$(cpu_ticks "$pid")
     sw=$(switches "$name")
     thr="${THREADS0[$name]}→$(nthreads "$pid") ($(threads_seen "$name") seen)"
-    awk -v l="$label" -v p="$pid" -v rss="$(mb "$rss")" -v hwm="$(mb "$hwm")" -v pss="$(mb "$pss")" \
+    awk -v s="$scen" -v l="$label" -v p="$pid" -v rss="$(mb "$rss")" -v hwm="$(mb "$hwm")" -v pss="$(mb "$pss")" \
         -v c="$cpu" -v c0="${CPU0[$name]}" -v hz="$CLK_TCK" -v sw="$sw" -v el="$elapsed" -v thr="$thr" \
-        'BEGIN { printf "| %s | %s | %s | %s | %s | %.2f | %.2f | %d | %.1f | %s |\n",
-                 l, p, rss, hwm, pss, c / hz, (c - c0) / hz, sw, sw * 60 / el, thr }'
+        'BEGIN { printf "| %s | %s | %s | %s | %s | %s | %.2f | %.2f | %d | %.1f | %s |\n",
+                 s, l, p, rss, hwm, pss, c / hz, (c - c0) / hz, sw, sw * 60 / el, thr }'
 }
+
+STATUS=0
+BREAKDOWN_TEXT=
+declare -A PID_OF=() CPU0=() THREADS0=()
+want() { [[ -z ${ONLY:-} || ,$ONLY, == *",$1,"* ]]; }
+want battery && scenario battery "$FIXTURE" 0
+want ac && scenario ac "$AC_FIXTURE" 0
+want battery+button && scenario battery+button "$FIXTURE" 1
+want ac+button && scenario ac+button "$AC_FIXTURE" 1
+
 report() {
     echo "Idle footprint, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -srm), $(nproc) CPUs"
-    echo "Fixture: ${FIXTURE#"$ROOT"/}; window ${elapsed}s after ${SETTLE}s settle; both under umockdev-run."
+    echo "Battery: ${FIXTURE#"$ROOT"/}; AC: ${AC_FIXTURE#"$ROOT"/}; windows of ${DURATION}s after ${SETTLE}s settle;"
+    echo "both processes under umockdev-run; upowerd $(dpkg-query -W -f='${Version}' upower 2>/dev/null || true)."
     echo
-    echo "| process | PID | RSS MB | peak RSS MB | PSS MB | CPU s (total) | CPU s (window) | ctx switches (window) | switches/min | threads |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
-    row upowerd "upowerd $(dpkg-query -W -f='${Version}' upower 2>/dev/null || true)"
-    row agent "$AGENT_LABEL"
+    echo "| scenario | process | PID | RSS MB | peak RSS MB | PSS MB | CPU s (total) | CPU s (window) | wake-ups (window) | wake-ups/min | threads |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    local name
+    for name in "${SCENARIOS[@]}"; do echo "${ROWS[$name]}"; done
+    if [[ -n $BREAKDOWN_TEXT ]]; then
+        echo
+        echo "$BREAKDOWN_TEXT"
+    fi
 }
 REPORT=$(report)
 echo "$REPORT"
 [[ -z $OUTPUT ]] || printf '%s\n' "$REPORT" >"$OUTPUT"
-
-status=0
-for name in upowerd agent; do
-    if [[ -n ${DEAD[$name]:-} ]] || ! alive "${PID_OF[$name]}"; then
-        echo "idle-footprint: $name died during the run; last lines of its log:" >&2
-        tail -n 20 "$TMP/$name.log" >&2 || true
-        status=1
-    fi
-done
-exit "$status"
+exit "$STATUS"

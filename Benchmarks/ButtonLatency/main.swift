@@ -21,6 +21,11 @@ import Glibc
 import Logging
 import Synchronization
 
+// As in `dosetap agent`: Swift concurrency on the agent's one epoll thread (DOSETAP_DISPATCH_EXECUTOR=1: on
+// libdispatch's pool, for a before/after comparison).
+let onLoop = ProcessInfo.processInfo.environment["DOSETAP_DISPATCH_EXECUTOR"] == "1" ? false : EpollLoop.installAsGlobalExecutor()
+print("executor: \(onLoop ? "the agent's epoll loop" : "libdispatch's worker pool")")
+
 let arguments = CommandLine.arguments.dropFirst().compactMap(Int.init)
 let presses = arguments.first ?? 1000
 let unknown = arguments.dropFirst().first ?? 1000

@@ -23,6 +23,11 @@ import Foundation
 import Logging
 import Synchronization
 
+// As in `dosetap agent`: Swift concurrency on the agent's one epoll thread (DOSETAP_DISPATCH_EXECUTOR=1: on
+// libdispatch's pool, for a before/after comparison).
+let onLoop = ProcessInfo.processInfo.environment["DOSETAP_DISPATCH_EXECUTOR"] == "1" ? false : EpollLoop.installAsGlobalExecutor()
+print("executor: \(onLoop ? "the agent's epoll loop" : "libdispatch's worker pool")")
+
 final class Stamps: Sendable {
     let notified = Mutex<[Double]>([])
     let vibrated = Mutex<[Double]>([])

@@ -50,3 +50,105 @@ int dosetap_time_epoll_wait(int epfd, uint64_t *keys, int max) {
         return n;
     }
 }
+
+/* ---- The agent's one event loop -------------------------------------------------------------------------- */
+#include <sys/eventfd.h>
+
+int dosetap_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+void dosetap_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    while (write(fd, &one, sizeof one) < 0 && errno == EINTR) {}
+}
+
+void dosetap_eventfd_drain(int fd) {
+    uint64_t value;
+    while (read(fd, &value, sizeof value) < 0 && errno == EINTR) {}
+}
+
+int dosetap_epoll_watch(int epfd, int fd, uint32_t events, int oneshot, uint64_t key) {
+    struct epoll_event event = {0};
+    event.events = events | (oneshot ? EPOLLONESHOT : 0);
+    event.data.u64 = key;
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
+int dosetap_epoll_wait_events(int epfd, uint64_t *keys, uint32_t *mask, int max) {
+    struct epoll_event events[64];
+    if (max > 64) max = 64;
+    for (;;) {
+        int n = epoll_wait(epfd, events, max, -1);
+        if (n < 0 && errno == EINTR) continue;
+        for (int i = 0; i < n; i++) {
+            keys[i] = events[i].data.u64;
+            mask[i] = events[i].events;
+        }
+        return n;
+    }
+}
+
+/* The runtime's hooks (swift/Runtime/Concurrency.h, Swift 5.9 to 6.3 unchanged): swiftcall function
+ * pointers. Declared here with the types the runtime gives them. */
+#define SWIFTCC __attribute__((swiftcall))
+typedef SWIFTCC void (*enqueue_original)(void *job);
+typedef SWIFTCC void (*enqueue_delay_original)(unsigned long long delay, void *job);
+typedef SWIFTCC void (*enqueue_deadline_original)(long long sec, long long nsec, long long tsec, long long tnsec,
+                                                  int clock, void *job);
+extern SWIFTCC void (*swift_task_enqueueGlobal_hook)(void *job, enqueue_original original);
+extern SWIFTCC void (*swift_task_enqueueGlobalWithDelay_hook)(unsigned long long delay, void *job,
+                                                              enqueue_delay_original original);
+extern SWIFTCC void (*swift_task_enqueueGlobalWithDeadline_hook)(long long sec, long long nsec, long long tsec,
+                                                                 long long tnsec, int clock, void *job,
+                                                                 enqueue_deadline_original original);
+/* The runtime's own reading of the clock a deadline is on (continuous, suspending: their ids and POSIX
+ * clocks changed between Swift versions, so the deadline is turned into "nanoseconds from now" with the
+ * runtime's own clock, never by guessing which clock_gettime id it means). */
+extern SWIFTCC void swift_get_time(long long *seconds, long long *nanoseconds, int clock);
+
+static dosetap_enqueue_fn dosetap_enqueue;
+static dosetap_enqueue_after_fn dosetap_enqueue_after;
+
+static SWIFTCC void dosetap_enqueue_hook(void *job, enqueue_original original) {
+    (void)original;
+    dosetap_enqueue(job);
+}
+
+static SWIFTCC void dosetap_enqueue_delay_hook(unsigned long long delay, void *job, enqueue_delay_original original) {
+    (void)original;
+    dosetap_enqueue_after(job, (uint64_t)delay);
+}
+
+static SWIFTCC void dosetap_enqueue_deadline_hook(long long sec, long long nsec, long long tsec, long long tnsec,
+                                                  int clock, void *job, enqueue_deadline_original original) {
+    (void)tsec; (void)tnsec; (void)original;
+    long long now_sec = 0, now_nsec = 0;
+    swift_get_time(&now_sec, &now_nsec, clock);
+    long long left = (sec - now_sec) * 1000000000LL + (nsec - now_nsec);
+    dosetap_enqueue_after(job, left > 0 ? (uint64_t)left : 0);
+}
+
+int dosetap_install_global_executor(dosetap_enqueue_fn enqueue, dosetap_enqueue_after_fn enqueue_after) {
+    if (swift_task_enqueueGlobal_hook != NULL || swift_task_enqueueGlobalWithDelay_hook != NULL ||
+        swift_task_enqueueGlobalWithDeadline_hook != NULL) return 0;
+    dosetap_enqueue = enqueue;
+    dosetap_enqueue_after = enqueue_after;
+    __atomic_store_n(&swift_task_enqueueGlobalWithDelay_hook, dosetap_enqueue_delay_hook, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&swift_task_enqueueGlobalWithDeadline_hook, dosetap_enqueue_deadline_hook, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&swift_task_enqueueGlobal_hook, dosetap_enqueue_hook, __ATOMIC_SEQ_CST);
+    return 1;
+}
+
+/* A relative timerfd on CLOCK_MONOTONIC (Task.sleep's delays once the hooks above are installed; libdbus's
+ * timeouts, repeating). */
+int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) return -1;
+    struct itimerspec spec = {0};
+    if (nanoseconds == 0) nanoseconds = 1; /* 0 would disarm */
+    spec.it_value.tv_sec = (time_t)(nanoseconds / 1000000000ULL);
+    spec.it_value.tv_nsec = (long)(nanoseconds % 1000000000ULL);
+    spec.it_interval.tv_sec = (time_t)(interval / 1000000000ULL);
+    spec.it_interval.tv_nsec = (long)(interval % 1000000000ULL);
+    if (timerfd_settime(fd, 0, &spec, NULL) != 0) { int e = errno; close(fd); errno = e; return -1; }
+    return fd;
+}

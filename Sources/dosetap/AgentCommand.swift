@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapLinux
 import Foundation
 import Logging
 
@@ -26,6 +27,11 @@ struct AgentCommand: AsyncParsableCommand {
             return EscapingLogHandler(handler)
         }
         let logger = Logger(label: "dosetap.agent")
+        // DoseTapCLI.main made the agent's epoll loop the global executor before anything ran (only the agent:
+        // a command-line call lives too briefly for libdispatch's once-a-second monitor to matter).
+        if !EpollLoop.isGlobalExecutor {
+            logger.notice("Swift concurrency runs on libdispatch's worker pool (idle wake-ups once a second)")
+        }
         do {
             try await Agent.run(paths: location.paths, logger: logger)
         } catch {

@@ -3,20 +3,38 @@ import DoseTapCore
 import DoseTapStore
 import DoseTapLinux
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
-struct DoseTapCLI: AsyncParsableCommand {
+struct DoseTapCLI: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dosetap",
         abstract: "Makes sure an alarm, and a medication dose, never fail silently.",
         subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, HouseholdCommand.self]
     )
 
-    /// Runs the command; every error is one line on stderr and a non-zero exit, never a stack trace.
-    static func main() async {
+    /// Starts the command. `dosetap agent` first makes the agent's one epoll thread Swift concurrency's
+    /// global executor — before any job runs, so libdispatch's worker pool and its once-a-second monitor
+    /// never start (docs/performance.md, "Idle wake-ups"); then the command runs as an asynchronous task
+    /// and the main thread parks in `dispatchMain()` (as an `async` main would).
+    static func main() {
         // A reader that goes away (`dosetap … | head -1`) is an output error to report, not a signal
         // that kills the process after a dose was recorded.
         signal(SIGPIPE, SIG_IGN)
+        if CommandLine.arguments.dropFirst().first == "agent", ProcessInfo.processInfo.environment["DOSETAP_DISPATCH_EXECUTOR"] != "1" {
+            EpollLoop.installAsGlobalExecutor()
+        }
+        Task {
+            let status = await run()
+            Foundation.exit(status)
+        }
+        dispatchMain()
+    }
+
+    /// Runs the command; every error is one line on stderr and a non-zero exit, never a stack trace.
+    static func run() async -> Int32 {
         var status: Int32 = 0
         do {
             var command = try parseAsRoot()
@@ -50,7 +68,7 @@ struct DoseTapCLI: AsyncParsableCommand {
                 if status == 0 { status = 1 }
             }
         }
-        Foundation.exit(status)
+        return status
     }
 }
 

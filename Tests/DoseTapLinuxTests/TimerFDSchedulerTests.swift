@@ -9,7 +9,8 @@ import Glibc
 /// The real scheduling port: timerfd on CLOCK_REALTIME, absolute, cancelled when the clock is set.
 @Suite("TimerFDScheduler (timerfd, the real clock)", .serialized)
 struct TimerFDSchedulerTests {
-    let scheduler = TimerFDScheduler.shared
+    // Its own registry (on the shared loop): other suites sleep on `.shared` meanwhile (the motor's pattern gaps).
+    let scheduler = TimerFDScheduler()
 
     @Test("a deadline in the past is due at once; a near one is due")
     func due() async {

@@ -18,4 +18,31 @@ int dosetap_time_epoll_add(int epfd, int fd, uint64_t key);
 int dosetap_time_epoll_remove(int epfd, int fd);
 /* Blocks until at least one is ready (EINTR retried); fills keys; returns how many, or -1. */
 int dosetap_time_epoll_wait(int epfd, uint64_t *keys, int max);
+
+/* ---- The agent's one event loop (DoseTapLinux's EpollLoop) ---------------------------------------------- */
+
+/* A non-blocking, close-on-exec eventfd (the loop's "work queued" signal). -1 and errno on failure. */
+int dosetap_eventfd_create(void);
+/* Adds 1 to it (wakes the loop). */
+void dosetap_eventfd_signal(int fd);
+/* Reads and clears it. */
+void dosetap_eventfd_drain(int fd);
+
+/* Level-triggered watch for `events` (EPOLLIN = 1, EPOLLOUT = 4; oneshot adds EPOLLONESHOT). 0 or -1. */
+int dosetap_epoll_watch(int epfd, int fd, uint32_t events, int oneshot, uint64_t key);
+/* Blocks until at least one is ready (EINTR retried); fills keys and their event masks; -1 on error. */
+int dosetap_epoll_wait_events(int epfd, uint64_t *keys, uint32_t *events, int max);
+enum { DOSETAP_EPOLLIN = 1, DOSETAP_EPOLLOUT = 4, DOSETAP_EPOLLERR = 8, DOSETAP_EPOLLHUP = 16 };
+
+/* Swift concurrency's global executor hooks (the runtime's swift_task_enqueueGlobal*_hook, which
+ * libswift_Concurrency exports: a static --static-swift-stdlib link resolves them here, where dlsym
+ * cannot see them). Once installed, every job the runtime would give to libdispatch's worker pool goes to
+ * `enqueue`, and every delayed job (Task.sleep) to `enqueue_after` with the delay left in nanoseconds on a
+ * monotonic clock. Returns 1 when installed, 0 when another hook was already there. */
+typedef void (*dosetap_enqueue_fn)(void *job);
+typedef void (*dosetap_enqueue_after_fn)(void *job, uint64_t nanoseconds);
+int dosetap_install_global_executor(dosetap_enqueue_fn enqueue, dosetap_enqueue_after_fn enqueue_after);
+/* An armed, relative, non-blocking timerfd on CLOCK_MONOTONIC firing after `nanoseconds`, then every
+ * `interval` (0: once); -1 and errno. */
+int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval);
 #endif

@@ -176,7 +176,7 @@ public struct ButtonUseCases: Sendable {
                 }
                 return found
             }
-            try await Task.sleep(for: .seconds(seconds))
+            guard await TimerFDScheduler.shared.sleep(for: TimeInterval(seconds)) != .cancelled else { throw CancellationError() }
             collector.cancel()
             seen = await collector.value
             await client.stopDiscovery()

@@ -1,11 +1,14 @@
 internal import CDBus
-import Dispatch
 import Foundation
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A private connection to a D-Bus bus, driven by the agent's event loop without busy waiting: libdbus's
-/// watches become `DispatchSource`s and its timeouts `DispatchSourceTimer`s, all on one serial queue,
-/// and every libdbus call happens on that queue.
+/// A private connection to a D-Bus bus, driven by the agent's event loop (`EpollLoop`) without busy
+/// waiting: libdbus's watches become descriptor watches in the loop's epoll set and its timeouts monotonic
+/// timerfds there, and every libdbus call happens on the loop's thread. A signal costs one wake-up of one
+/// thread (the loop's), which then also runs the task that consumes it.
 ///
 /// - `call(...)`: method calls with a timeout; errors come back as `DBusError` with their name.
 /// - `signals(_:)`: an `AsyncStream` of the signals matching a rule (AddMatch is sent for you).
@@ -53,7 +56,8 @@ public final class DBusConnectionCore: @unchecked Sendable {
         case address(String)
     }
 
-    let queue = DispatchQueue(label: "dosetap.dbus")
+    /// Where every libdbus call happens (the serial context of this connection).
+    let queue: EpollLoop
     private let raw: OpaquePointer
     private let logger: Logger
     private var subscriptions: [UUID: (DBusMatchRule, AsyncStream<DBusMessage>.Continuation)] = [:]
@@ -62,8 +66,9 @@ public final class DBusConnectionCore: @unchecked Sendable {
     /// This connection's unique name on the bus (":1.42").
     public let uniqueName: String
 
-    public init(bus: Bus, logger: Logger = Logger(label: "dosetap.dbus")) throws(DBusError) {
+    public init(bus: Bus, logger: Logger = Logger(label: "dosetap.dbus"), loop: EpollLoop = .shared) throws(DBusError) {
         self.logger = logger
+        queue = loop
         dbus_threads_init_default()
         var error = DBusErrorBox()
         var connection: OpaquePointer?
@@ -101,7 +106,7 @@ public final class DBusConnectionCore: @unchecked Sendable {
             dbus_connection_set_dispatch_status_function(raw, { _, status, data in
                 if status == DBUS_DISPATCH_DATA_REMAINS {
                     let me = DBusConnectionCore.from(data)
-                    me.queue.async { me.dispatchAll() }
+                    me.queue.execute { me.dispatchAll() }
                 }
             }, context, nil)
             dbus_connection_add_filter(raw, { _, message, data -> DBusHandlerResult in
@@ -109,7 +114,7 @@ public final class DBusConnectionCore: @unchecked Sendable {
                 return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
             }, context, nil)
         }
-        queue.async { self.dispatchAll() }
+        queue.execute { self.dispatchAll() }
     }
 
     /// Closes the connection: every signal stream ends, every pending call fails.
@@ -126,9 +131,9 @@ public final class DBusConnectionCore: @unchecked Sendable {
         pending.removeAll()
         dbus_connection_close(raw)
         dbus_connection_unref(raw)
-        for (_, w) in watches { w.cancel() }
+        for (_, w) in watches { if let r = w.registration { queue.unwatch(r, closing: true) } }
         watches.removeAll()
-        for (_, t) in timers { t.cancel() }
+        for (_, t) in timers { queue.unwatch(t, closing: true) }
         timers.removeAll()
     }
 
@@ -150,7 +155,7 @@ public final class DBusConnectionCore: @unchecked Sendable {
         try DBusCodec.encodeBody(arguments, into: message.raw)
         let ms = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let reply = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DBusMessage, any Error>) in
-            queue.async { [self] in
+            queue.execute { [self] in
                 guard !closed else {
                     continuation.resume(throwing: DBusError.local("not connected"))
                     return
@@ -227,7 +232,7 @@ public final class DBusConnectionCore: @unchecked Sendable {
         queue.sync { subscriptions[id] = (rule, continuation) }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            self.queue.async {
+            self.queue.execute {
                 self.subscriptions[id] = nil
                 if !self.closed {
                     Task { try? await self.removeMatch(rule) }
@@ -248,7 +253,7 @@ public final class DBusConnectionCore: @unchecked Sendable {
         guard dbus_message_get_type(message) == DOSETAP_DBUS_MESSAGE_TYPE_SIGNAL else { return }
         if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
             logger.warning("D-Bus connection lost")
-            queue.async { self.closeOnQueue(reason: "disconnected from the bus") }
+            queue.execute { self.closeOnQueue(reason: "disconnected from the bus") }
             return
         }
         let arrived = Date()
@@ -266,64 +271,72 @@ public final class DBusConnectionCore: @unchecked Sendable {
         }
     }
 
-    // MARK: Event loop integration (all on `queue`)
+    // MARK: Event loop integration (all on the loop's thread)
 
-    private var watches: [UnsafeMutableRawPointer: WatchSources] = [:]
-    private var timers: [UnsafeMutableRawPointer: DispatchSourceTimer] = [:]
+    private var watches: [UnsafeMutableRawPointer: WatchState] = [:]
+    private var timers: [UnsafeMutableRawPointer: EpollLoop.Watch] = [:]
 
-    private final class WatchSources {
-        var read: DispatchSourceRead?
-        var write: DispatchSourceWrite?
-        var readActive = false
-        var writeActive = false
-        func cancel() {
-            if let r = read { if !readActive { r.resume() }; r.cancel() }
-            if let w = write { if !writeActive { w.resume() }; w.cancel() }
-            read = nil
-            write = nil
+    /// One libdbus watch: its direction, and its registration in the loop while libdbus has it enabled.
+    /// libdbus watches one socket twice (reading, writing) and epoll takes a descriptor once, so each watch
+    /// registers a `dup` of it (a distinct registration of the same open socket).
+    private final class WatchState {
+        let fd: Int32
+        let flag: UInt32
+        var registration: EpollLoop.Watch?
+        init(fd: Int32, flag: UInt32) {
+            self.fd = fd
+            self.flag = flag
         }
     }
 
     private func addWatch(_ watch: OpaquePointer) -> dbus_bool_t {
-        let key = UnsafeMutableRawPointer(watch)
-        let fd = dbus_watch_get_unix_fd(watch)
         let flags = dbus_watch_get_flags(watch)
-        let sources = WatchSources()
-        if flags & DOSETAP_DBUS_WATCH_READABLE != 0 {
-            let s = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            s.setEventHandler { [weak self] in self?.handle(watch, DOSETAP_DBUS_WATCH_READABLE) }
-            sources.read = s
-        }
-        if flags & DOSETAP_DBUS_WATCH_WRITABLE != 0 {
-            let s = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-            s.setEventHandler { [weak self] in self?.handle(watch, DOSETAP_DBUS_WATCH_WRITABLE) }
-            sources.write = s
-        }
-        watches[key] = sources
+        let flag = flags & DOSETAP_DBUS_WATCH_READABLE != 0 ? DOSETAP_DBUS_WATCH_READABLE : DOSETAP_DBUS_WATCH_WRITABLE
+        watches[UnsafeMutableRawPointer(watch)] = WatchState(fd: dbus_watch_get_unix_fd(watch), flag: flag)
         toggleWatch(watch)
         return 1
     }
 
     private func removeWatch(_ watch: OpaquePointer) {
-        watches.removeValue(forKey: UnsafeMutableRawPointer(watch))?.cancel()
+        if let state = watches.removeValue(forKey: UnsafeMutableRawPointer(watch)), let registration = state.registration {
+            queue.unwatch(registration, closing: true)
+        }
     }
 
     private func toggleWatch(_ watch: OpaquePointer) {
-        guard let sources = watches[UnsafeMutableRawPointer(watch)] else { return }
+        guard let state = watches[UnsafeMutableRawPointer(watch)] else { return }
         let enabled = dbus_watch_get_enabled(watch) != 0
-        if let r = sources.read, enabled != sources.readActive {
-            enabled ? r.resume() : r.suspend()
-            sources.readActive = enabled
-        }
-        if let w = sources.write, enabled != sources.writeActive {
-            enabled ? w.resume() : w.suspend()
-            sources.writeActive = enabled
+        if enabled, state.registration == nil {
+            let copy = dup(state.fd)
+            guard copy >= 0 else {
+                logger.error("D-Bus: cannot watch the bus socket", metadata: ["error": "\(String(cString: strerror(errno)))"])
+                return
+            }
+            let flag = state.flag
+            let bound = LoopBound(value: (watch: watch, state: state))
+            do {
+                state.registration = try queue.watch(fd: copy, for: flag == DOSETAP_DBUS_WATCH_READABLE ? .readable : .writable) {
+                    [weak self] events in
+                    let (watch, state) = bound.value
+                    guard let self, let current = self.watches[UnsafeMutableRawPointer(watch)], current === state else { return }
+                    var handled = flag
+                    if events.contains(.error) { handled |= DOSETAP_DBUS_WATCH_ERROR }
+                    if events.contains(.hangUp) { handled |= DOSETAP_DBUS_WATCH_HANGUP }
+                    self.handle(watch, handled)
+                }
+            } catch {
+                Glibc.close(copy)
+                logger.error("D-Bus: cannot watch the bus socket", metadata: ["error": "\(error)"])
+            }
+        } else if !enabled, let registration = state.registration {
+            queue.unwatch(registration, closing: true)
+            state.registration = nil
         }
     }
 
-    private func handle(_ watch: OpaquePointer, _ flag: UInt32) {
+    private func handle(_ watch: OpaquePointer, _ flags: UInt32) {
         guard !closed else { return }
-        dbus_watch_handle(watch, flag)
+        dbus_watch_handle(watch, flags)
         dispatchAll()
     }
 
@@ -333,22 +346,28 @@ public final class DBusConnectionCore: @unchecked Sendable {
     }
 
     private func addTimeout(_ timeout: OpaquePointer) -> dbus_bool_t {
+        guard dbus_timeout_get_enabled(timeout) != 0 else { return 1 }
         let key = UnsafeMutableRawPointer(timeout)
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = Int(dbus_timeout_get_interval(timeout))
-        timer.schedule(deadline: .now() + .milliseconds(interval), repeating: .milliseconds(interval))
-        timer.setEventHandler { [weak self] in
-            guard let self, !self.closed else { return }
-            dbus_timeout_handle(timeout)
-            self.dispatchAll()
+        let interval = UInt64(max(1, dbus_timeout_get_interval(timeout))) * 1_000_000
+        let bound = LoopBound(value: timeout)
+        do {
+            timers[key] = try queue.repeatingTimer(every: interval) { [weak self] in
+                let timeout = bound.value
+                guard let self, !self.closed, self.timers[UnsafeMutableRawPointer(timeout)] != nil else { return }
+                dbus_timeout_handle(timeout)
+                self.dispatchAll()
+            }
+        } catch {
+            logger.error("D-Bus: cannot arm a timeout", metadata: ["error": "\(error)"])
+            return 0
         }
-        timers[key] = timer
-        if dbus_timeout_get_enabled(timeout) != 0 { timer.resume() } else { timer.resume(); timer.suspend() }
         return 1
     }
 
     private func removeTimeout(_ timeout: OpaquePointer) {
-        timers.removeValue(forKey: UnsafeMutableRawPointer(timeout))?.cancel()
+        if let timer = timers.removeValue(forKey: UnsafeMutableRawPointer(timeout)) {
+            queue.unwatch(timer, closing: true)
+        }
     }
 
     private func toggleTimeout(_ timeout: OpaquePointer) {

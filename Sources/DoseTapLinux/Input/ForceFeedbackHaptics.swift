@@ -60,12 +60,17 @@ public final class ForceFeedbackHaptics: Haptics, Sendable {
     private let queue = DispatchQueue(label: "dosetap.evdev.ff")
 
     public init(finder: any VibraDeviceFinder, io: any EvdevIO = SystemEvdevIO(),
-                sleep: @escaping HapticsSleep = { try await Task.sleep(for: $0) },
+                sleep: @escaping HapticsSleep = ForceFeedbackHaptics.schedulerSleep,
                 logger: Logger = Logger(label: "dosetap.haptics")) {
         self.finder = finder
         self.io = io
         self.sleep = sleep
         self.logger = logger
+    }
+
+    /// The pattern's gaps on the scheduling port (`TimerFDScheduler`), like every timer of the agent.
+    public static let schedulerSleep: HapticsSleep = { duration in
+        guard await TimerFDScheduler.shared.sleep(elapsing: duration) else { throw CancellationError() }
     }
 
     /// The machine's motor, found and followed through libudev.

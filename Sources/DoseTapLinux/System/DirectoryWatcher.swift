@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -8,10 +7,12 @@ import Glibc
 /// Tells when files in a directory change (inotify), so the agent notices what the command line wrote
 /// to the database without polling. Events are coalesced: one signal per burst. One inotify descriptor
 /// serves every subscriber: each `changes()` is a stream of its own (the scheduler and the button service
-/// both follow the database, through one watch).
+/// both follow the database, through one watch). The descriptor is read on the agent's event loop
+/// (`EpollLoop`), where its handler runs.
 public final class DirectoryWatcher: @unchecked Sendable {
     private let fd: Int32
-    private let source: DispatchSourceRead
+    private let loop: EpollLoop
+    private let watch: EpollLoop.Watch
     private final class Subscribers: Sendable {
         let state = Mutex<(next: Int, all: [Int: AsyncStream<Void>.Continuation], finished: Bool)>((0, [:], false))
     }
@@ -21,7 +22,8 @@ public final class DirectoryWatcher: @unchecked Sendable {
     /// (`wake-status.json`, `household-status.json`), which the command line reads and nobody plans on.
     public static let ignoredNames: Set<String> = ["wake-status.json", "household-status.json"]
 
-    public init(directory: String, ignoring ignored: Set<String> = DirectoryWatcher.ignoredNames) throws {
+    public init(directory: String, ignoring ignored: Set<String> = DirectoryWatcher.ignoredNames, loop: EpollLoop = .shared) throws {
+        self.loop = loop
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw SystemCallError(description: "inotify: \(String(cString: strerror(errno)))") }
         let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_DELETE)
@@ -30,29 +32,23 @@ public final class DirectoryWatcher: @unchecked Sendable {
             close(fd)
             throw SystemCallError(description: "cannot watch \(directory): \(reason)")
         }
-        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: DispatchQueue(label: "dosetap.inotify"))
         let subscribers = self.subscribers
-        source.setEventHandler { [fd] in
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            var relevant = false
-            while true {
-                let n = read(fd, &buffer, buffer.count)
-                guard n > 0 else { break }
-                if !relevant { relevant = DirectoryWatcher.containsRelevant(buffer[0..<n], ignoring: ignored) }
+        do {
+            watch = try loop.watch(fd: fd) { [fd] _ in
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                var relevant = false
+                while true {
+                    let n = read(fd, &buffer, buffer.count)
+                    guard n > 0 else { break }
+                    if !relevant { relevant = DirectoryWatcher.containsRelevant(buffer[0..<n], ignoring: ignored) }
+                }
+                guard relevant else { return }
+                for continuation in subscribers.state.withLock({ Array($0.all.values) }) { continuation.yield() }
             }
-            guard relevant else { return }
-            for continuation in subscribers.state.withLock({ Array($0.all.values) }) { continuation.yield() }
-        }
-        source.setCancelHandler { [fd] in
+        } catch {
             close(fd)
-            let all = subscribers.state.withLock { s -> [AsyncStream<Void>.Continuation] in
-                s.finished = true
-                defer { s.all.removeAll() }
-                return Array(s.all.values)
-            }
-            for continuation in all { continuation.finish() }
+            throw error
         }
-        source.resume()
     }
 
     /// A new stream of changes from now on (coalesced: at most one pending signal per subscriber). It ends
@@ -76,7 +72,13 @@ public final class DirectoryWatcher: @unchecked Sendable {
     }
 
     deinit {
-        source.cancel()
+        loop.unwatch(watch, closing: true)
+        let all = subscribers.state.withLock { s -> [AsyncStream<Void>.Continuation] in
+            s.finished = true
+            defer { s.all.removeAll() }
+            return Array(s.all.values)
+        }
+        for continuation in all { continuation.finish() }
     }
 
     /// Whether a buffer of `inotify_event`s names a file that is not ignored (an overflow or an event with no

@@ -157,13 +157,20 @@ public final class UdevClient: @unchecked Sendable {
 
     // MARK: The monitor
 
-    /// The one `udev_monitor`, read by a `DispatchSource` on the client's queue. Touched and cancelled only on that queue.
+    /// The one `udev_monitor`. Its socket is watched in the agent's event loop (`EpollLoop`: a uevent wakes
+    /// that one thread, no libdispatch manager thread and worker), whose handler reads it with `queue.sync`
+    /// (run inline on the loop's thread when the queue is idle). The monitor is touched and cancelled only
+    /// on that queue; the loop watches a `dup` of its socket, closed there after the watch ends, so the
+    /// descriptor number it removes can never be one reused meanwhile.
     private final class Monitor: @unchecked Sendable {
         private let monitor: OpaquePointer
-        private let source: DispatchSourceRead
+        private let loop: EpollLoop
+        private var watch: EpollLoop.Watch?
+        /// On `queue`.
+        private var cancelled = false
         private(set) var subsystems: Set<String>
 
-        init(udev: OpaquePointer, queue: DispatchQueue, subsystems: Set<String>,
+        init(udev: OpaquePointer, queue: DispatchQueue, loop: EpollLoop = .shared, subsystems: Set<String>,
              deliver: @escaping ([UdevDevice]) -> Void) throws(UdevError) {
             guard let monitor = udev_monitor_new_from_netlink(udev, "udev") else { throw .fromErrno(.monitor) }
             for subsystem in subsystems.sorted() { udev_monitor_filter_add_match_subsystem_devtype(monitor, subsystem, nil) }
@@ -173,19 +180,30 @@ public final class UdevClient: @unchecked Sendable {
                 throw .code(.listen, rc)
             }
             self.monitor = monitor
+            self.loop = loop
             self.subsystems = subsystems
-            source = DispatchSource.makeReadSource(fileDescriptor: udev_monitor_get_fd(monitor), queue: queue)
-            source.setEventHandler { [monitor] in
-                // The socket is non-blocking: drain everything that is queued, then hand it out.
-                var devices: [OpaquePointer] = []
-                while let device = udev_monitor_receive_device(monitor) { devices.append(device) }
-                defer { devices.forEach { udev_device_unref($0) } }
-                if !devices.isEmpty { deliver(devices.map(UdevDevice.init)) }
-            }
-            source.setCancelHandler { [monitor] in
+            let copy = dup(udev_monitor_get_fd(monitor))
+            guard copy >= 0 else {
                 udev_monitor_unref(monitor)
+                throw .fromErrno(.monitor)
             }
-            source.resume()
+            let bound = LoopBound(value: deliver)
+            do {
+                watch = try loop.watch(fd: copy) { [self] _ in
+                    queue.sync {
+                        guard !cancelled else { return }
+                        // The socket is non-blocking: drain everything that is queued, then hand it out.
+                        var devices: [OpaquePointer] = []
+                        while let device = udev_monitor_receive_device(self.monitor) { devices.append(device) }
+                        defer { devices.forEach { udev_device_unref($0) } }
+                        if !devices.isEmpty { bound.value(devices.map(UdevDevice.init)) }
+                    }
+                }
+            } catch {
+                close(copy)
+                udev_monitor_unref(monitor)
+                throw .fromErrno(.monitor)
+            }
         }
 
         /// Replaces the subsystem filter (kernel side, a socket filter; libudev checks it again per device).
@@ -199,8 +217,12 @@ public final class UdevClient: @unchecked Sendable {
             subsystems = wanted
         }
 
+        /// On `queue`.
         func cancel() {
-            source.cancel()
+            guard !cancelled else { return }
+            cancelled = true
+            if let watch { loop.unwatch(watch, closing: true) }
+            udev_monitor_unref(monitor)
         }
     }
 }

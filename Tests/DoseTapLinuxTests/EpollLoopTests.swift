@@ -1,0 +1,106 @@
+import DoseTapLinux
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's one event loop: descriptor watches and a serial executor on one `epoll_wait` thread. (Its
+/// role as the process's global executor is exercised by every end-to-end test of `dosetap agent`, which
+/// installs it; a test process keeps the default executor.)
+@Suite("EpollLoop (one epoll thread: descriptors and jobs)")
+struct EpollLoopTests {
+    /// Runs its jobs on a loop of its own.
+    actor OnLoop {
+        let loop: EpollLoop
+        nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+        var order: [Int] = []
+        init(loop: EpollLoop) { self.loop = loop }
+        func record(_ n: Int) -> Bool {
+            order.append(n)
+            return loop.inLoop
+        }
+    }
+
+    @Test("an actor whose executor is the loop runs there, in order")
+    func serialExecutor() async {
+        let loop = EpollLoop()
+        let actor = OnLoop(loop: loop)
+        for n in 0..<50 { #expect(await actor.record(n)) }
+        #expect(await actor.order == Array(0..<50))
+        #expect(!loop.inLoop)
+    }
+
+    @Test("sync from another thread runs on the loop and returns its value, again and again; nested, it runs inline")
+    func sync() throws {
+        let loop = EpollLoop()
+        var sum = 0
+        for i in 0..<5000 {
+            let (value, onLoop) = loop.sync { (i, loop.inLoop) }
+            #expect(onLoop)
+            sum += value
+        }
+        #expect(sum == 5000 * 4999 / 2)
+        #expect(loop.sync { loop.sync { loop.inLoop } })
+        struct Refused: Error {}
+        #expect(throws: Refused.self) { try loop.sync { throw Refused() } }
+    }
+
+    @Test("a watched pipe's handler runs on the loop's thread while data waits; unwatch ends it and can close")
+    func watchPipe() async throws {
+        let loop = EpollLoop()
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (stream, continuation) = AsyncStream<(String, Bool)>.makeStream()
+        let watch = try loop.watch(fd: readEnd) { events in
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let n = read(readEnd, &buffer, buffer.count)
+            #expect(events.contains(.readable))
+            continuation.yield((String(decoding: buffer.prefix(max(0, n)), as: UTF8.self), loop.inLoop))
+        }
+        var received = stream.makeAsyncIterator()
+        #expect(write(writeEnd, "one", 3) == 3)
+        let first = await received.next()
+        #expect(first?.0 == "one")
+        #expect(first?.1 == true)
+        #expect(write(writeEnd, "two", 3) == 3)
+        #expect(await received.next()?.0 == "two")
+
+        var before = stat()
+        #expect(fstat(readEnd, &before) == 0)
+        loop.unwatch(watch, closing: true)
+        // The removal runs on the loop's thread, before work queued after it.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in loop.execute { done.resume() } }
+        // Closed: the number is free, or (tests run in parallel) already reused for another file.
+        var after = stat()
+        #expect(fstat(readEnd, &after) != 0 || after.st_ino != before.st_ino || after.st_dev != before.st_dev)
+        close(writeEnd)
+        continuation.finish()
+    }
+
+    @Test("a one-shot watch fires once and removes itself")
+    func oneShot() async throws {
+        let loop = EpollLoop()
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        let calls = Atomic<Int>(0)
+        let (stream, continuation) = AsyncStream<Void>.makeStream()
+        _ = try loop.watch(fd: fds[0], oneShot: true) { _ in
+            calls.add(1, ordering: .relaxed)
+            continuation.yield()
+        }
+        #expect(write(fds[1], "x", 1) == 1) // left unread: level-triggered, yet one shot
+        var it = stream.makeAsyncIterator()
+        await it.next()
+        // A second readiness (still unread, and more written) must not call it again.
+        #expect(write(fds[1], "y", 1) == 1)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in loop.execute { done.resume() } }
+        #expect(calls.load(ordering: .relaxed) == 1)
+        close(fds[0])
+        close(fds[1])
+    }
+}
