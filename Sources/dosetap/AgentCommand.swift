@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapWeb
 import Foundation
 import Logging
 
@@ -27,7 +28,7 @@ struct AgentCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "dosetap.agent")
         do {
-            try await Agent.run(paths: location.paths, logger: logger)
+            try await Agent.run(paths: location.paths, logger: logger, faces: [WebFace.face])
         } catch {
             throw CLIError("\(error)")
         }

@@ -9,7 +9,7 @@ struct DoseTapCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dosetap",
         abstract: "Makes sure an alarm, and a medication dose, never fail silently.",
-        subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self]
+        subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, WebCommand.self]
     )
 
     /// Runs the command; every error is one line on stderr and a non-zero exit, never a stack trace.

@@ -1,0 +1,243 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapStore
+import DoseTapTesting
+@testable import DoseTapWeb
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+/// A dashboard over a fresh data folder, with the fake clock.
+struct WebFixture {
+    let dashboard: WebDashboard
+    let clock: FakeClock
+    let doses: DoseUseCases
+    let events: EventBus
+    let tokens: WebTokens
+
+    init(start: Date = t0) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
+        clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
+        events = EventBus()
+        doses = try DoseUseCases.open(store: DataStore(directory: dir), clock: clock, events: events)
+        let secret = WebSecret(bytes: Array(repeating: 3, count: 32))
+        tokens = WebTokens(secret: secret)
+        dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test"))
+    }
+
+    var application: some ApplicationProtocol {
+        Application(responder: dashboard.responder, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    }
+
+    /// Pairs through /pair?code= and returns the session cookie and its CSRF token.
+    func pair(_ client: some TestClientProtocol) async throws -> (cookie: String, csrf: String) {
+        let code = tokens.pairingCode(now: clock.now())
+        let response = try await client.execute(uri: "/pair?code=\(code)", method: .get)
+        #expect(response.status == .seeOther)
+        let setCookie = try #require(response.headers[.setCookie])
+        #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict"))
+        let cookie = String(setCookie.split(separator: ";")[0])
+        var headers = HTTPFields()
+        headers[.cookie] = cookie
+        let session = try await client.execute(uri: "/api/session", method: .get, headers: headers)
+        let csrf = try #require(try JSONSerialization.jsonObject(with: Data(session.body.readableBytesView)) as? [String: String])["csrfToken"]!
+        return (cookie, csrf)
+    }
+}
+
+func headers(_ cookie: String?, csrf: String? = nil, json: Bool = false, extra: [(HTTPField.Name, String)] = []) -> HTTPFields {
+    var fields = HTTPFields()
+    if let cookie { fields[.cookie] = cookie }
+    if let csrf { fields[HTTPField.Name("X-CSRF-Token")!] = csrf }
+    if json { fields[.contentType] = "application/json" }
+    for (name, value) in extra { fields[name] = value }
+    return fields
+}
+
+extension TestResponse {
+    var text: String { String(buffer: body) }
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]) ?? [:] }
+}
+
+@Suite("Web routes: access, CSRF, the dose use case, bad input")
+struct HTTPTests {
+    @Test("no session: the pages answer with the pairing page, the API with 401, nothing else leaks")
+    func unpaired() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let page = try await client.execute(uri: "/", method: .get)
+            #expect(page.status == .unauthorized)
+            #expect(page.text.contains("Pair this browser") && page.text.contains("dosetap web link"))
+            let api = try await client.execute(uri: "/api/tonight", method: .get)
+            #expect(api.status == .unauthorized)
+            #expect((api.json["error"] as? String)?.contains("not paired") == true)
+            let post = try await client.execute(uri: "/api/dose/take", method: .post)
+            #expect(post.status == .unauthorized)
+            let forged = try await client.execute(uri: "/api/tonight", method: .get, headers: headers("dosetap_session=AAAA"))
+            #expect(forged.status == .unauthorized)
+            let events = try await client.execute(uri: "/events", method: .get)
+            #expect(events.status == .unauthorized)
+        }
+        #expect(try f.doses.status().phase == .idle)
+    }
+
+    @Test("pairing: a good code sets the cookie once; a used or expired code gets the pairing page with the reason")
+    func pairing() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let code = f.tokens.pairingCode(now: f.clock.now())
+            let first = try await client.execute(uri: "/pair?code=\(code)", method: .get)
+            #expect(first.status == .seeOther && first.headers[.location] == "/")
+            let again = try await client.execute(uri: "/pair?code=\(code)", method: .get)
+            #expect(again.status == .forbidden && again.text.contains("already used"))
+            let old = f.tokens.pairingCode(now: f.clock.now())
+            f.clock.advance(by: 600)
+            let expired = try await client.execute(uri: "/pair?code=\(old)", method: .get)
+            #expect(expired.status == .forbidden && expired.text.contains("expired"))
+            // The form: POST /pair with the code typed in.
+            var h = HTTPFields()
+            h[.contentType] = "application/x-www-form-urlencoded"
+            let typed = try await client.execute(uri: "/pair", method: .post, headers: h,
+                                                 body: ByteBuffer(string: "code=\(f.tokens.pairingCode(now: f.clock.now()))"))
+            #expect(typed.status == .seeOther && typed.headers[.setCookie] != nil)
+        }
+    }
+
+    @Test("Tonight: a form post without the CSRF token is refused and records nothing; with it, Dose 1 is recorded from the web")
+    func csrfAndTake() async throws {
+        let f = try WebFixture()
+        let stream = f.events.subscribe()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let page = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok && page.text.contains("Take Dose 1") && page.text.contains(csrf))
+            #expect(page.headers[.contentSecurityPolicy]?.contains("default-src 'self'") == true)
+            var form = headers(cookie)
+            form[.contentType] = "application/x-www-form-urlencoded"
+            let refused = try await client.execute(uri: "/tonight/take", method: .post, headers: form, body: ByteBuffer(string: "csrf=wrong"))
+            #expect(refused.status == .forbidden && refused.text.contains("CSRF"))
+            let missing = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie))
+            #expect(missing.status == .forbidden)
+            #expect(try f.doses.status().phase == .idle)
+            let taken = try await client.execute(uri: "/tonight/take", method: .post, headers: form, body: ByteBuffer(string: "csrf=\(csrf)"))
+            #expect(taken.status == .seeOther)
+            let flash = try #require(taken.headers[.setCookie])
+            let after = try await client.execute(uri: "/", method: .get, headers: headers(cookie + "; " + String(flash.split(separator: ";")[0])))
+            #expect(after.text.contains("Recorded:") && after.text.contains("Dose 1 taken at 14:13"))
+            #expect(after.text.contains("Window opens") && after.text.contains("Take Dose 2"))
+        }
+        #expect(try f.doses.status().phase == .waiting)
+        let events = await drainedEvents(f.events, stream)
+        guard case .doseRecorded(let event, _, _, _)? = events.first else { Issue.record("no dose event"); return }
+        #expect(event.source == .web)
+    }
+
+    @Test("the JSON API gives the command line's answers and refusals, word for word")
+    func api() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let take = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(take.status == .ok && take.json["recorded"] as? Bool == true)
+            #expect((take.json["event"] as? [String: Any])?["source"] as? String == "web")
+            f.clock.advance(by: 60)
+            let early = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(early.status == .conflict)
+            let refusal = early.json["refusal"] as? [String: Any]
+            #expect(refusal?["code"] as? String == "too-early")
+            #expect(refusal?["message"] as? String == "Too early for Dose 2: the window opens at 16:43 (in 149 min)")
+            let snooze = try await client.execute(uri: "/api/dose/snooze", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(snooze.status == .ok && (snooze.json["message"] as? String)?.hasPrefix("Reminder snoozed to") == true)
+            let bad = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"reason": "bored\u001b[31m"}"#))
+            #expect(bad.status == .badRequest)
+            let line = bad.json["error"] as? String ?? ""
+            #expect(line.contains("reason must be alert, side-effects or other") && !line.contains("\u{1b}"))
+            let notJSON = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: "[1,2"))
+            #expect(notJSON.status == .badRequest)
+            let lateType = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                    body: ByteBuffer(string: #"{"late": "yes"}"#))
+            #expect(lateType.status == .badRequest)
+            let skip = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                body: ByteBuffer(string: #"{"reason": "side-effects"}"#))
+            #expect(skip.status == .ok && skip.json["message"] as? String == "Dose 2 skipped (Side effects).")
+            let tonight = try await client.execute(uri: "/api/tonight", method: .get, headers: headers(cookie))
+            #expect(tonight.json["phase"] as? String == "skipped")
+            let big = try await client.execute(uri: "/api/dose/undo", method: .post, headers: headers(cookie, csrf: csrf),
+                                               body: ByteBuffer(string: String(repeating: "x", count: 20_000)))
+            #expect(big.status == .contentTooLarge)
+            let unknown = try await client.execute(uri: "/api/dose/eat", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(unknown.status == .notFound)
+            let nowhere = try await client.execute(uri: "/nowhere", method: .get, headers: headers(cookie))
+            #expect(nowhere.status == .notFound)
+        }
+    }
+
+    @Test("a request from another site is refused even with a session and a token")
+    func crossOrigin() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let response = try await client.execute(uri: "/api/dose/take", method: .post,
+                                                    headers: headers(cookie, csrf: csrf, extra: [(.origin, "http://evil.example")]))
+            #expect(response.status == .forbidden)
+        }
+        #expect(try f.doses.status().phase == .idle)
+    }
+
+    @Test("the rate limit over HTTP: past 200 in a minute the client gets 429 with Retry-After, logged once")
+    func rateLimited() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            for _ in 0..<60 {
+                let r = try await client.execute(uri: "/static/app.css", method: .get)
+                #expect(r.status == .ok)
+            }
+            // The 61st waits on the scheduling port (the fake clock) for its turn, one second later.
+            async let queued = client.execute(uri: "/static/app.css", method: .get)
+            await f.clock.waitForSleepers(1)
+            f.clock.advance(by: 1)
+            #expect(try await queued.status == .ok)
+            // 139 more within the minute (the router test client has no address: one client, "unknown").
+            f.dashboard.limiter.withLock { limiter in
+                for _ in 0..<139 { _ = limiter.admit("unknown", at: f.clock.now()) }
+            }
+            let refused = try await client.execute(uri: "/api/openapi.json", method: .get)
+            #expect(refused.status == .tooManyRequests)
+            #expect(refused.headers[.retryAfter] == "300")
+        }
+    }
+
+    @Test("assets and the API document come from the binary; nothing from another host")
+    func assets() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            for path in ["/static/app.css", "/static/app.js", "/pair"] {
+                let r = try await client.execute(uri: path, method: .get)
+                #expect(r.status == .ok)
+                #expect(!r.text.contains("//cdn") && !r.text.contains("https://"))
+            }
+            let doc = try await client.execute(uri: "/api/openapi.json", method: .get)
+            #expect(doc.status == .ok)
+            let paths = (doc.json["paths"] as? [String: Any])?.keys.sorted() ?? []
+            #expect(paths.contains("/api/dose/take") && paths.contains("/api/tonight") && paths.contains("/events"))
+        }
+    }
+
+    @Test("text is HTML-escaped with control characters made visible")
+    func escaping() {
+        #expect(HTML.escape("<b onclick='x'>\u{1b}[31m&") == "&lt;b onclick=&#39;x&#39;&gt;\\x1b[31m&amp;")
+    }
+}
+
+func drainedEvents(_ bus: EventBus, _ stream: AsyncStream<AgentEvent>) async -> [AgentEvent] {
+    bus.finish()
+    var events: [AgentEvent] = []
+    for await event in stream { events.append(event) }
+    return events
+}
