@@ -57,7 +57,9 @@ public final class WebDashboard: Sendable {
     static func securityHeaders(_ fields: inout HTTPFields) {
         fields[.contentSecurityPolicy] = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         fields[.xContentTypeOptions] = "nosniff"
-        fields[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on form posts, which the origin check
+        // refuses; the pairing code still never leaves for another site.
+        fields[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         fields[HTTPField.Name("X-Frame-Options")!] = "DENY"
         if fields[.cacheControl] == nil { fields[.cacheControl] = "no-store" }
     }
@@ -262,7 +264,8 @@ public final class WebDashboard: Sendable {
     /// A request from another site's page (a browser says so in `Origin`) is refused, paired or not.
     private func checkOrigin(_ request: Request) throws {
         guard let origin = request.headers[.origin] else { return }
-        let host = request.head.authority ?? ""
+        // HTTP/1.1 keeps the Host header as a header (HTTP/2 would give :authority).
+        let host = request.head.authority ?? request.headers[HTTPField.Name("Host")!] ?? ""
         guard origin == "http://\(host)" || origin == "https://\(host)" else {
             throw WebInputError(.forbidden, "cross-site request refused")
         }

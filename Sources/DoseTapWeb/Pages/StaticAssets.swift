@@ -21,10 +21,10 @@ enum StaticAssets {
         .skip:focus { left: 1rem; top: 1rem; background: var(--bg); padding: 0.5rem; z-index: 1; }
         a { color: var(--accent); }
         :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
-        .facts { display: grid; gap: 0.25rem; margin: 1rem 0; }
-        .facts div { display: flex; justify-content: space-between; gap: 1rem; border-bottom: 1px solid var(--line); padding: 0.25rem 0; }
+        .facts { display: grid; grid-template-columns: 1fr auto; margin: 1rem 0; }
+        .facts dt, .facts dd { border-bottom: 1px solid var(--line); padding: 0.25rem 0; }
         .facts dt { color: var(--muted); }
-        .facts dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }
+        .facts dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; text-align: right; }
         .actions { display: flex; flex-direction: column; gap: 0.75rem; }
         button, select, input[type=text] { font: inherit; min-height: 44px; min-width: 44px; padding: 0.5rem 1rem;
           border: 2px solid var(--line); border-radius: 0.5rem; background: var(--bg); color: var(--fg); }

@@ -77,7 +77,7 @@ enum TonightPage {
             rows.append(("Snoozes left", "\(status.snoozesLeft)"))
         }
         if let reason = status.skipReason { rows.append(("Skipped", reason.label)) }
-        let facts = "<dl class=\"facts\">" + rows.map { "<div><dt>\(HTML.escape($0.0))</dt><dd>\(HTML.escape($0.1))</dd></div>" }.joined() + "</dl>"
+        let facts = "<dl class=\"facts\">" + rows.map { "<dt>\(HTML.escape($0.0))</dt><dd>\(HTML.escape($0.1))</dd>" }.joined() + "</dl>"
 
         func action(_ path: String, _ label: String, extra: String = "", cls: String = "") -> String {
             "<form method=\"post\" action=\"\(path)\" class=\"action\">\(HTML.hiddenCSRF(csrf))\(extra)<button type=\"submit\"\(cls.isEmpty ? "" : " class=\"\(cls)\"")>\(HTML.escape(label))</button></form>"
