@@ -35,10 +35,16 @@ public final class WebDashboard: Sendable {
     let ownUID: UInt32
     let logger: Logger
     let databaseChanges: @Sendable () -> AsyncStream<Void>?
+    let alarms: AlarmUseCases?
+    /// "This machine may sleep through the alarm: …", or nil when waking works.
+    let wakeProblem: @Sendable () -> String?
     let limiter = Mutex(RateLimiter())
 
     public init(doses: DoseUseCases, events: EventBus, clock: any Scheduling, secret: WebSecret, ownUID: UInt32 = getuid(),
-                logger: Logger, databaseChanges: @escaping @Sendable () -> AsyncStream<Void>? = { nil }) {
+                logger: Logger, databaseChanges: @escaping @Sendable () -> AsyncStream<Void>? = { nil },
+                alarms: AlarmUseCases? = nil, wakeProblem: @escaping @Sendable () -> String? = { nil }) {
+        self.alarms = alarms
+        self.wakeProblem = wakeProblem
         self.doses = doses
         self.events = events
         self.clock = clock
@@ -188,12 +194,8 @@ public final class WebDashboard: Sendable {
         }
         switch (method, path) {
         case (.get, "/"):
-            var flash: Flash?
             var headers = HTTPFields()
-            if let raw = request.cookies[Self.flashCookie]?.value, let bytes = Base64URL.decode(raw) {
-                flash = try? JSONDecoder().decode(Flash.self, from: Data(bytes))
-                headers.append(HTTPField(name: .setCookie, value: "\(Self.flashCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"))
-            }
+            let flash = takeFlash(request, &headers)
             let status = try doses.status()
             return Self.html(TonightPage.render(status: status, csrf: csrf(access), flash: flash), headers: headers)
         case (.get, "/tonight/fragment"):
@@ -217,8 +219,7 @@ public final class WebDashboard: Sendable {
                     ("tonight", .string(TonightPage.fragment(status: submission.status, csrf: csrf(access)))),
                 ]))
             }
-            let encoded = Base64URL.encode(Array(try JSONEncoder().encode(flash)))
-            return Self.redirect("/", cookies: ["\(Self.flashCookie)=\(encoded); Path=/; Max-Age=60; HttpOnly; SameSite=Strict"])
+            return try redirect("/", flash: flash)
         case (.post, _) where path.hasPrefix("/api/dose/"):
             let body = try await Self.jsonBody(request)
             try checkCSRF(request, form: [:], access: access)
@@ -239,8 +240,110 @@ public final class WebDashboard: Sendable {
             if case .refused = submission.outcome { return Self.json(submission.json(in: clock.timeZone), status: .conflict) }
             return Self.json(submission.json(in: clock.timeZone))
         default:
+            if path == "/alarms" || path.hasPrefix("/alarms/") || path == "/api/alarms" || path.hasPrefix("/api/alarms/") {
+                return try await alarmRoute(request, method: method, path: path, access: access, api: api)
+            }
             return Self.error(.notFound, "no such page: \(path)", api: api)
         }
+    }
+
+    /// Flash cookie read once by the next page.
+    func takeFlash(_ request: Request, _ headers: inout HTTPFields) -> Flash? {
+        guard let raw = request.cookies[Self.flashCookie]?.value, let bytes = Base64URL.decode(raw) else { return nil }
+        headers.append(HTTPField(name: .setCookie, value: "\(Self.flashCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"))
+        return try? JSONDecoder().decode(Flash.self, from: Data(bytes))
+    }
+
+    func redirect(_ location: String, flash: Flash) throws -> Response {
+        let encoded = Base64URL.encode(Array(try JSONEncoder().encode(flash)))
+        return Self.redirect(location, cookies: ["\(Self.flashCookie)=\(encoded); Path=/; Max-Age=60; HttpOnly; SameSite=Strict"])
+    }
+
+    /// The Alarms page and `/api/alarms`: the alarm use cases of the command line (`dosetap alarm …`).
+    private func alarmRoute(_ request: Request, method: HTTPRequest.Method, path: String, access: Access, api: Bool) async throws -> Response {
+        guard let alarms else { return Self.error(.notFound, "no alarms here", api: api) }
+        let parts = path.split(separator: "/").map(String.init)
+        // A use case's "no", in one line: a 400 (API) or the page's message.
+        func attempt(_ body: () throws -> String) throws -> Response {
+            do {
+                let message = try body()
+                return try redirect("/alarms", flash: Flash(recorded: true, message: message, verb: "saved"))
+            } catch let error as UseCaseError {
+                return try redirect("/alarms", flash: Flash(recorded: false, message: error.description, verb: "saved"))
+            }
+        }
+        func id(_ text: String) throws -> Int {
+            guard let id = Int(text), id > 0, text.count < 10 else {
+                throw WebInputError(.notFound, "no alarm '\(DisplayText.escaped(text, maxLength: 20))'")
+            }
+            return id
+        }
+        func apiAnswer(_ body: () throws -> JSON) -> Response {
+            do { return Self.json(try body()) } catch let error as UseCaseError {
+                return Self.error(error.description.hasPrefix("no alarm") ? .notFound : .badRequest, error.description, api: true)
+            } catch {
+                return Self.error(.badRequest, "\(error)", api: true)
+            }
+        }
+        switch (method, parts.count) {
+        case (.get, 1) where parts[0] == "alarms":
+            var headers = HTTPFields()
+            let flash = takeFlash(request, &headers)
+            let (views, unusable) = try alarms.list()
+            let unusableLines = unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" }
+            return Self.html(AlarmsPage.render(alarms: views, unusable: unusableLines, wakeProblem: wakeProblem(),
+                                               timeZone: clock.timeZone, csrf: csrf(access), flash: flash), headers: headers)
+        case (.post, _) where parts[0] == "alarms":
+            let form = try await Self.form(request)
+            try checkCSRF(request, form: form, access: access)
+            func fields() -> AlarmUseCases.Fields {
+                AlarmUseCases.Fields(time: form["time"].flatMap { $0.isEmpty ? nil : $0 }, label: form["label"].flatMap { $0.isEmpty ? nil : $0 },
+                                     repetition: form["repeat"].flatMap { $0.isEmpty ? nil : $0 })
+            }
+            if parts.count == 2, parts[1] == "add" {
+                return try attempt { "alarm \(try alarms.add(fields()).alarm.time) added" }
+            }
+            guard parts.count == 3 else { break }
+            let alarmID = try id(parts[1])
+            switch parts[2] {
+            case "edit": return try attempt { "alarm \(try alarms.edit(id: alarmID, fields()).alarm.time) saved" }
+            case "enable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, true).alarm.time) turned on" }
+            case "disable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, false).alarm.time) turned off" }
+            case "delete":
+                guard form["confirm"] == "yes" else { throw WebInputError(.badRequest, "deleting an alarm needs confirm=yes") }
+                return try attempt { "alarm \(try alarms.remove(id: alarmID).time) deleted" }
+            default: break
+            }
+        case (.get, 2) where parts[1] == "alarms":
+            let (views, _) = try alarms.list()
+            return Self.json(.object([("alarms", .array(views.map { $0.json(in: clock.timeZone) }))]))
+        case (.post, 2) where parts[1] == "alarms", (.patch, 3) where parts[1] == "alarms":
+            let body = try await Self.jsonBody(request)
+            try checkCSRF(request, form: [:], access: access)
+            func text(_ key: String) throws -> String? {
+                switch body[key] {
+                case nil, is NSNull: return nil
+                case let value as String: return value
+                default: throw WebInputError(.badRequest, "\(key) must be a string")
+                }
+            }
+            let enabled: Bool?
+            switch body["enabled"] {
+            case nil, is NSNull: enabled = nil
+            case let value as Bool: enabled = value
+            default: throw WebInputError(.badRequest, "enabled must be true or false")
+            }
+            let fields = AlarmUseCases.Fields(time: try text("time"), label: try text("label"), repetition: try text("repeat"), enabled: enabled)
+            if parts.count == 2 { return apiAnswer { try alarms.add(fields).json(in: clock.timeZone) } }
+            let alarmID = try id(parts[2])
+            return apiAnswer { try alarms.edit(id: alarmID, fields).json(in: clock.timeZone) }
+        case (.delete, 3) where parts[1] == "alarms":
+            try checkCSRF(request, form: [:], access: access)
+            let alarmID = try id(parts[2])
+            return apiAnswer { _ = try alarms.remove(id: alarmID); return .object([("deleted", .int(alarmID))]) }
+        default: break
+        }
+        return Self.error(.notFound, "no such page: \(path)", api: api)
     }
 
     private static func staticAsset(_ text: String, _ type: String) -> Response {
@@ -265,7 +368,7 @@ public final class WebDashboard: Sendable {
     private func checkOrigin(_ request: Request) throws {
         guard let origin = request.headers[.origin] else { return }
         // HTTP/1.1 keeps the Host header as a header (HTTP/2 would give :authority).
-        let host = request.head.authority ?? request.headers[HTTPField.Name("Host")!] ?? ""
+        let host = request.headers[HTTPField.Name("Host")!] ?? request.head.authority ?? ""
         guard origin == "http://\(host)" || origin == "https://\(host)" else {
             throw WebInputError(.forbidden, "cross-site request refused")
         }

@@ -31,8 +31,10 @@ public enum WebFace {
         } catch {
             throw StartError(description: "web dashboard disabled: \(error)")
         }
+        let dataDirectory = context.paths.dataDirectory
         let dashboard = WebDashboard(doses: context.doses, events: context.events, clock: context.clock, secret: secret,
-                                     logger: context.logger, databaseChanges: context.databaseChanges)
+                                     logger: context.logger, databaseChanges: context.databaseChanges, alarms: context.alarms,
+                                     wakeProblem: { WakeCheck.problem(dataDirectory: dataDirectory)?.message })
         return try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(), logger: context.logger)
     }
 

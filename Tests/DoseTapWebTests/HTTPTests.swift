@@ -19,14 +19,21 @@ struct WebFixture {
     let events: EventBus
     let tokens: WebTokens
 
-    init(start: Date = t0) throws {
+    /// 34 % at 8 %/h on battery.
+    static let draining = BatteryStatus(state: PowerState(raw: [.battery(capacity: 34, energyNowWh: 17, energyFullWh: 50, powerW: 4),
+                                                              .mains(online: false)]),
+                                        drain: DrainEstimate(percentPerHour: 8, source: .hardware))
+
+    init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
         events = EventBus()
         doses = try DoseUseCases.open(store: DataStore(directory: dir), clock: clock, events: events)
+        let alarms = AlarmUseCases(store: DataStore(directory: dir), clock: clock, battery: { battery }, events: events)
         let secret = WebSecret(bytes: Array(repeating: 3, count: 32))
         tokens = WebTokens(secret: secret)
-        dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test"))
+        dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test"),
+                                 alarms: alarms, wakeProblem: { wakeProblem })
     }
 
     var application: some ApplicationProtocol {
@@ -237,6 +244,84 @@ struct HTTPTests {
     @Test("text is HTML-escaped with control characters made visible")
     func escaping() {
         #expect(HTML.escape("<b onclick='x'>\u{1b}[31m&") == "&lt;b onclick=&#39;x&#39;&gt;\\x1b[31m&amp;")
+    }
+}
+
+@Suite("Web: the Alarms page and /api/alarms")
+struct AlarmRouteTests {
+    func form(_ cookie: String) -> HTTPFields {
+        var h = headers(cookie)
+        h[.contentType] = "application/x-www-form-urlencoded"
+        return h
+    }
+
+    @Test("add, turn on and off, edit, delete with confirmation; a bad time is the use case's one line; text is escaped")
+    func pageActions() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let empty = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie))
+            #expect(empty.status == .ok && empty.text.contains("No alarms yet"))
+            let add = try await client.execute(uri: "/alarms/add", method: .post, headers: form(cookie),
+                                               body: ByteBuffer(string: "csrf=\(csrf)&time=06%3A30&label=%3Cb%3EWork%3C%2Fb%3E&repeat=daily"))
+            #expect(add.status == .seeOther && add.headers[.location] == "/alarms")
+            let flash = String(try #require(add.headers[.setCookie]).split(separator: ";")[0])
+            let page = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie + "; " + flash))
+            #expect(page.text.contains("Saved:") && page.text.contains("alarm 06:30 added"))
+            #expect(page.text.contains("&lt;b&gt;Work&lt;/b&gt;") && !page.text.contains("<b>Work"))
+            #expect(page.text.contains("Every day · On · Next: "))
+            let bad = try await client.execute(uri: "/alarms/add", method: .post, headers: form(cookie),
+                                               body: ByteBuffer(string: "csrf=\(csrf)&time=25%3A00"))
+            let badFlash = String(try #require(bad.headers[.setCookie]).split(separator: ";")[0])
+            let refused = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie + "; " + badFlash))
+            #expect(refused.text.contains("Not saved:") && refused.text.contains("25:00"))
+            let noCSRF = try await client.execute(uri: "/alarms/1/disable", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=x"))
+            #expect(noCSRF.status == .forbidden)
+            _ = try await client.execute(uri: "/alarms/1/disable", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)"))
+            let off = try await client.execute(uri: "/api/alarms", method: .get, headers: headers(cookie))
+            let first = (off.json["alarms"] as? [[String: Any]])?.first
+            #expect(first?["enabled"] as? Bool == false)
+            _ = try await client.execute(uri: "/alarms/1/edit", method: .post, headers: form(cookie),
+                                         body: ByteBuffer(string: "csrf=\(csrf)&time=07%3A15&label=Gym&repeat=sun%2Csat"))
+            let edited = try await client.execute(uri: "/api/alarms", method: .get, headers: headers(cookie))
+            let e = (edited.json["alarms"] as? [[String: Any]])?.first
+            let weekends = try AlarmRepeat(parsing: "sat,sun").description
+            #expect(e?["time"] as? String == "07:15" && e?["label"] as? String == "Gym" && e?["repeat"] as? String == weekends)
+            let unconfirmed = try await client.execute(uri: "/alarms/1/delete", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)"))
+            #expect(unconfirmed.status == .badRequest)
+            _ = try await client.execute(uri: "/alarms/1/delete", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)&confirm=yes"))
+            let gone = try await client.execute(uri: "/api/alarms", method: .get, headers: headers(cookie))
+            #expect((gone.json["alarms"] as? [Any])?.isEmpty == true)
+            let unknown = try await client.execute(uri: "/alarms/x1/enable", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)"))
+            #expect(unknown.status == .notFound)
+        }
+    }
+
+    @Test("an alarm the battery will not last to has the red card with its words; the wake warning is shown")
+    func nudgeCard() async throws {
+        let f = try WebFixture(battery: WebFixture.draining, wakeProblem: "This machine may sleep through the alarm: no RTC. Fix: none")
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let add = try await client.execute(uri: "/api/alarms", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"time": "23:00", "label": "Late"}"#))
+            #expect(add.status == .ok)
+            #expect((add.json["nudge"] as? [String: Any])?["header"] as? String == "Alarm at Risk")
+            let page = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie))
+            #expect(page.text.contains("<div class=\"nudge critical\"><p class=\"nudge-header\"><strong>Alarm at Risk</strong>"))
+            #expect(page.text.contains("Plug in now."))
+            #expect(page.text.contains("This machine may sleep through the alarm: no RTC."))
+            let badType = try await client.execute(uri: "/api/alarms/1", method: .patch, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: #"{"enabled": "no"}"#))
+            #expect(badType.status == .badRequest)
+            let missing = try await client.execute(uri: "/api/alarms/9", method: .patch, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: #"{"enabled": false}"#))
+            #expect(missing.status == .notFound)
+            let off = try await client.execute(uri: "/api/alarms/1", method: .patch, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"enabled": false}"#))
+            #expect(off.status == .ok && off.json["nudge"] is NSNull)
+            let delete = try await client.execute(uri: "/api/alarms/1", method: .delete, headers: headers(cookie, csrf: csrf))
+            #expect(delete.status == .ok)
+        }
     }
 }
 

@@ -29,6 +29,15 @@ enum OpenAPIDocument {
             "minutesRemaining": { "type": ["integer", "null"] },
             "snoozesUsed": { "type": "integer" }, "snoozesLeft": { "type": "integer" },
             "skipReason": { "type": ["string", "null"] }, "onTime": { "type": ["boolean", "null"] } } },
+          "AlarmFields": { "type": "object", "properties": {
+            "time": { "type": "string", "example": "06:30" }, "label": { "type": "string", "maxLength": 64 },
+            "repeat": { "type": "string", "description": "once, daily, or days such as mon,wed,fri" }, "enabled": { "type": "boolean" } } },
+          "Alarm": { "type": "object", "properties": {
+            "id": { "type": "integer" }, "time": { "type": "string" }, "label": { "type": "string" }, "repeat": { "type": "string" },
+            "enabled": { "type": "boolean" }, "nextAt": { "type": ["string", "null"], "format": "date-time" },
+            "nudge": { "oneOf": [ { "$ref": "#/components/schemas/Nudge" }, { "type": "null" } ] },
+            "forecast": { "type": "object", "properties": { "risk": { "const": "unknown" }, "reason": { "type": "string" } } },
+            "missedAt": { "type": "string", "format": "date-time" } } },
           "DoseAnswer": { "type": "object", "required": ["recorded", "status"], "properties": {
             "recorded": { "type": "boolean" },
             "event": { "type": "object", "properties": { "id": { "type": "string" }, "kind": { "type": "string" }, "at": { "type": "string" }, "source": { "const": "web" } } },
@@ -61,6 +70,20 @@ enum OpenAPIDocument {
           "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
         "/api/dose/undo": { "post": { "summary": "Undo the last dose action, within 5 seconds", "security": [ { "session": [], "csrf": [] } ],
           "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/alarms": {
+          "get": { "summary": "The alarms (dosetap alarm list --json): next occurrence and the battery nudge of each", "responses": {
+            "200": { "description": "{\"alarms\": [Alarm]}", "content": { "application/json": { "schema": { "type": "object", "properties": { "alarms": { "type": "array", "items": { "$ref": "#/components/schemas/Alarm" } } } } } } },
+            "401": { "$ref": "#/components/responses/Bad" } } },
+          "post": { "summary": "Add an alarm (dosetap alarm add)", "security": [ { "session": [], "csrf": [] } ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/AlarmFields" } } } },
+            "responses": { "200": { "description": "The alarm", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Alarm" } } } }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/alarms/{id}": {
+          "parameters": [ { "name": "id", "in": "path", "required": true, "schema": { "type": "integer", "minimum": 1 } } ],
+          "patch": { "summary": "Change an alarm (dosetap alarm edit / on / off)", "security": [ { "session": [], "csrf": [] } ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/AlarmFields" } } } },
+            "responses": { "200": { "description": "The alarm", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Alarm" } } } }, "400": { "$ref": "#/components/responses/Bad" }, "404": { "$ref": "#/components/responses/Bad" } } },
+          "delete": { "summary": "Delete an alarm", "security": [ { "session": [], "csrf": [] } ],
+            "responses": { "200": { "description": "{\"deleted\": id}" }, "404": { "$ref": "#/components/responses/Bad" } } } },
         "/events": { "get": { "summary": "Live updates (server-sent events): event tonight, data the Tonight fragment (HTML)", "responses": {
           "200": { "description": "text/event-stream" }, "401": { "$ref": "#/components/responses/Bad" } } } }
       }

@@ -24,7 +24,7 @@ enum HTML {
         var title: String
     }
 
-    static let navigation = [NavItem(path: "/", title: "Tonight")]
+    static let navigation = [NavItem(path: "/", title: "Tonight"), NavItem(path: "/alarms", title: "Alarms")]
 
     /// A whole page: no script or style inline (the CSP forbids them), everything from /static.
     static func page(title: String, current: String?, body: String, scripts: Bool = true) -> String {

@@ -40,7 +40,13 @@ enum StaticAssets {
         .nudge.critical { background: var(--bad-bg); color: var(--bad-fg); }
         .nudge.warning { background: var(--warn-bg); color: var(--warn-fg); }
         code { font-size: 0.95em; }
-        form[action="/pair"] { display: grid; gap: 0.5rem; }
+        form[action="/pair"], .alarm-form { display: grid; gap: 0.5rem; }
+        .alarms { list-style: none; padding: 0; }
+        .alarm { border-bottom: 1px solid var(--line); padding: 0.5rem 0 1rem; }
+        .alarm h2 { margin: 0.25rem 0; font-variant-numeric: tabular-nums; }
+        .alarm .label { font-weight: 400; }
+        input[type=time] { font: inherit; min-height: 44px; padding: 0.5rem; border: 2px solid var(--line); border-radius: 0.5rem;
+          background: var(--bg); color: var(--fg); }
 
         """
 

@@ -11,8 +11,11 @@ struct Flash: Codable, Equatable {
     var nudgeHeadline: String?
     var nudgeAction: String?
     var nudgePowerOff: String?
+    /// "saved" for settings (alarms): "Saved:" / "Not saved:" instead of "Recorded:" / "Not recorded:".
+    var verb: String?
 
-    init(recorded: Bool, message: String, nudge: Nudge? = nil) {
+    init(recorded: Bool, message: String, nudge: Nudge? = nil, verb: String? = nil) {
+        self.verb = verb
         self.recorded = recorded
         self.message = message
         nudgeSeverity = nudge?.severity.rawValue
@@ -45,9 +48,10 @@ enum TonightPage {
     }
 
     static func renderFlash(_ flash: Flash) -> String {
+        let word = flash.verb == "saved" ? ("Saved", "Not saved") : ("Recorded", "Not recorded")
         var out = flash.recorded
-            ? "<p class=\"confirmation\"><strong>Recorded:</strong> \(HTML.escape(flash.message))</p>"
-            : "<p class=\"refusal\"><strong>Not recorded:</strong> \(HTML.escape(flash.message))</p>"
+            ? "<p class=\"confirmation\"><strong>\(word.0):</strong> \(HTML.escape(flash.message))</p>"
+            : "<p class=\"refusal\"><strong>\(word.1):</strong> \(HTML.escape(flash.message))</p>"
         if let header = flash.nudgeHeader, let headline = flash.nudgeHeadline, let action = flash.nudgeAction {
             let severity = flash.nudgeSeverity == "critical" ? "critical" : "warning"
             out += """
