@@ -228,6 +228,42 @@ def test_keyboard_only_undo(agent, browser):
     wait_for(browser, lambda: "Undo window has passed" in announce(browser) or "Recorded: Snooze undone" in announce(browser))
 
 
+def test_alarms_add_by_keyboard_and_delete_with_confirmation(agent, browser):
+    browser.get(agent.base + "/alarms")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Alarms"
+    check_page(browser, "alarms-empty")
+    # Keyboard only: Tab from the top to the time field of the form, fill it, Tab on, submit with Enter.
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+    for _ in range(20):
+        if browser.switch_to.active_element.get_attribute("id") == "new-time":
+            break
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+    else:
+        raise AssertionError("the time field cannot be reached with the keyboard")
+    browser.switch_to.active_element.send_keys("0630")
+    if browser.find_element(By.ID, "new-time").get_attribute("value") != "06:30":
+        browser.switch_to.active_element.send_keys("A")  # the AM/PM segment of a 12-hour time field
+    assert browser.find_element(By.ID, "new-time").get_attribute("value") == "06:30"
+    # Tab leaves the field (a time field's segments may take a Tab each).
+    for _ in range(3):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        if browser.switch_to.active_element.get_attribute("id") != "new-time":
+            break
+    label = browser.switch_to.active_element
+    assert label.get_attribute("id") == "new-label"
+    label.clear()
+    label.send_keys("Work", Keys.ENTER)
+    wait_for(browser, lambda: "Saved: alarm 06:30 added" in announce(browser))
+    check_page(browser, "alarms")
+    listed = json.loads(agent.cli("alarm", "list", "--json").stdout)
+    alarms = listed["alarms"] if isinstance(listed, dict) else listed
+    assert [(a["time"], a["label"]) for a in alarms] == [("06:30", "Work")]
+    browser.find_element(By.XPATH, "//summary[normalize-space()='Delete Work…']").click()
+    browser.find_element(By.XPATH, "//button[normalize-space()='Yes, delete the 06:30 alarm']").click()
+    wait_for(browser, lambda: "Saved: alarm 06:30 deleted" in announce(browser))
+    assert "No alarms yet." in browser.page_source
+
+
 def test_unix_socket_same_user_needs_no_pairing(agent):
     r = subprocess.run(["/usr/bin/python3", "-c", """
 import socket, sys
