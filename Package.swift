@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "DoseTapWeb",
             dependencies: [
-                "DoseTapCore", "DoseTapAgent",
+                "DoseTapCore", "DoseTapAgent", "DoseTapStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

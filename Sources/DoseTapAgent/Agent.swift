@@ -142,7 +142,9 @@ public enum Agent {
             nextWake: nextWake(alarms: AlarmRepository(database: database), doses: repository, clock: SystemClock(), logger: logger),
             status: WakeStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger), clock: SystemClock(), logger: logger)))
         let context = AgentContext(paths: paths, configuration: configuration.current, database: database, events: events,
-                                   doses: doses, alarms: alarmUseCases, clock: TimerFDScheduler.shared, logger: logger,
+                                   doses: doses, alarms: alarmUseCases,
+                                   battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
+                                   clock: TimerFDScheduler.shared, logger: logger,
                                    databaseChanges: { watcher?.changes() })
         for face in faces {
             do {

@@ -14,6 +14,8 @@ public struct AgentContext: Sendable {
     /// The dose use case of the agent (the battery nudge after Dose 1 included).
     public let doses: DoseUseCases
     public let alarms: AlarmUseCases
+    /// The battery now with its drain (the same reading as the nudge after Dose 1), nil when unreadable.
+    public let battery: @Sendable () -> BatteryStatus?
     /// The scheduling port: every timer of a face waits here.
     public let clock: any Scheduling
     public let logger: Logger
@@ -22,7 +24,8 @@ public struct AgentContext: Sendable {
     public let databaseChanges: @Sendable () -> AsyncStream<Void>?
 
     public init(paths: DataPaths, configuration: AgentConfiguration, database: DoseTapDatabase, events: EventBus,
-                doses: DoseUseCases, alarms: AlarmUseCases, clock: any Scheduling, logger: Logger,
+                doses: DoseUseCases, alarms: AlarmUseCases, battery: @escaping @Sendable () -> BatteryStatus?,
+                clock: any Scheduling, logger: Logger,
                 databaseChanges: @escaping @Sendable () -> AsyncStream<Void>?) {
         self.paths = paths
         self.configuration = configuration
@@ -30,6 +33,7 @@ public struct AgentContext: Sendable {
         self.events = events
         self.doses = doses
         self.alarms = alarms
+        self.battery = battery
         self.clock = clock
         self.logger = logger
         self.databaseChanges = databaseChanges

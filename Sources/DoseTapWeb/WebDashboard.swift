@@ -36,14 +36,17 @@ public final class WebDashboard: Sendable {
     let logger: Logger
     let databaseChanges: @Sendable () -> AsyncStream<Void>?
     let alarms: AlarmUseCases?
+    let batteries: WebBatteries?
     /// "This machine may sleep through the alarm: …", or nil when waking works.
     let wakeProblem: @Sendable () -> String?
     let limiter = Mutex(RateLimiter())
 
     public init(doses: DoseUseCases, events: EventBus, clock: any Scheduling, secret: WebSecret, ownUID: UInt32 = getuid(),
                 logger: Logger, databaseChanges: @escaping @Sendable () -> AsyncStream<Void>? = { nil },
-                alarms: AlarmUseCases? = nil, wakeProblem: @escaping @Sendable () -> String? = { nil }) {
+                alarms: AlarmUseCases? = nil, wakeProblem: @escaping @Sendable () -> String? = { nil },
+                batteries: WebBatteries? = nil) {
         self.alarms = alarms
+        self.batteries = batteries
         self.wakeProblem = wakeProblem
         self.doses = doses
         self.events = events
@@ -204,6 +207,15 @@ public final class WebDashboard: Sendable {
             return liveUpdates(csrf: csrf(access))
         case (.get, "/api/tonight"):
             return Self.json(try doses.status().json(in: clock.timeZone))
+        case (.get, "/batteries"):
+            guard let batteries else { return Self.error(.notFound, "no batteries here", api: false) }
+            let now = clock.now()
+            return Self.html(BatteriesPage.render(status: batteries.now(), samples: batteries.samples(now.addingTimeInterval(-24 * 3600)),
+                                                  others: batteries.others(), now: now, timeZone: clock.timeZone))
+        case (.get, "/api/batteries"):
+            guard let batteries else { return Self.error(.notFound, "no batteries here", api: true) }
+            guard let status = batteries.now() else { return Self.error(.serviceUnavailable, "the power supplies cannot be read", api: true) }
+            return Self.json(status.json)
         case (.get, "/api/session"):
             return Self.json(.object([("csrfToken", .string(csrf(access)))]))
         case (.post, _) where path.hasPrefix("/tonight/"):

@@ -1,5 +1,6 @@
 import DoseTapAgent
 import DoseTapCore
+import DoseTapStore
 import Foundation
 import Hummingbird
 import Logging
@@ -34,8 +35,17 @@ public enum WebFace {
         let dataDirectory = context.paths.dataDirectory
         let dashboard = WebDashboard(doses: context.doses, events: context.events, clock: context.clock, secret: secret,
                                      logger: context.logger, databaseChanges: context.databaseChanges, alarms: context.alarms,
-                                     wakeProblem: { WakeCheck.problem(dataDirectory: dataDirectory)?.message })
+                                     wakeProblem: { WakeCheck.problem(dataDirectory: dataDirectory)?.message },
+                                     batteries: batteries(context))
         return try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(), logger: context.logger)
+    }
+
+    static func batteries(_ context: AgentContext) -> WebBatteries {
+        let repository = BatterySampleRepository(database: context.database)
+        return WebBatteries(
+            now: context.battery,
+            samples: { (try? repository.samples(since: $0)) ?? [] },
+            others: { ((try? repository.latestLevels()) ?? [:]).map { (source: $0.key, level: $0.value.level, at: $0.value.at) } })
     }
 
     public static func services(dashboard: WebDashboard, listen: [WebListenAddress], socketPath: String?, logger: Logger,

@@ -32,8 +32,14 @@ struct WebFixture {
         let alarms = AlarmUseCases(store: DataStore(directory: dir), clock: clock, battery: { battery }, events: events)
         let secret = WebSecret(bytes: Array(repeating: 3, count: 32))
         tokens = WebTokens(secret: secret)
+        let start = clock.now()
+        let samples = (0..<48).map { i in
+            BatterySample(at: start.addingTimeInterval(-Double(47 - i) * 1800), level: 90 - Double(i), onAC: false, status: .discharging)
+        }
         dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test"),
-                                 alarms: alarms, wakeProblem: { wakeProblem })
+                                 alarms: alarms, wakeProblem: { wakeProblem },
+                                 batteries: WebBatteries(now: { battery }, samples: { since in samples.filter { $0.at >= since } },
+                                                         others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }))
     }
 
     var application: some ApplicationProtocol {
@@ -321,6 +327,40 @@ struct AlarmRouteTests {
             #expect(off.status == .ok && off.json["nudge"] is NSNull)
             let delete = try await client.execute(uri: "/api/alarms/1", method: .delete, headers: headers(cookie, csrf: csrf))
             #expect(delete.status == .ok)
+        }
+    }
+}
+
+@Suite("Web: the Batteries page")
+struct BatteriesRouteTests {
+    @Test("the battery now, its drain and source, time to empty, the 24-hour chart as SVG with a text summary, button cells escaped")
+    func page() async throws {
+        let f = try WebFixture(battery: WebFixture.draining)
+        try await f.application.test(.router) { client in
+            let (cookie, _) = try await f.pair(client)
+            let page = try await client.execute(uri: "/batteries", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok)
+            let text = page.text
+            #expect(text.contains("<dt>Level</dt><dd>34 %</dd>"))
+            #expect(text.contains("<dt>Drain</dt><dd>8.0 %/h (from the battery&#39;s own rate)</dd>"))
+            #expect(text.contains("<dt>Time to empty</dt><dd>4 h 15 min</dd>"))
+            #expect(text.contains("<svg viewBox=\"0 0 600 200\" role=\"img\"") && text.contains("<polyline points="))
+            #expect(text.contains("From 90 % at 14:43 to 43 % at 14:13; lowest 43 %, highest 90 % (48 readings)."))
+            #expect(text.contains("button:Bedside\\x1b[2J") && !text.contains("\u{1b}"))
+            let api = try await client.execute(uri: "/api/batteries", method: .get, headers: headers(cookie))
+            #expect((api.json["system"] as? [String: Any])?["level"] as? Int == 34)
+        }
+    }
+
+    @Test("no battery: said plainly, not an error")
+    func none() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, _) = try await f.pair(client)
+            let page = try await client.execute(uri: "/batteries", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok && page.text.contains("No system battery found"))
+            let api = try await client.execute(uri: "/api/batteries", method: .get, headers: headers(cookie))
+            #expect(api.status == .serviceUnavailable)
         }
     }
 }

@@ -70,6 +70,8 @@ enum OpenAPIDocument {
           "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
         "/api/dose/undo": { "post": { "summary": "Undo the last dose action, within 5 seconds", "security": [ { "session": [], "csrf": [] } ],
           "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/batteries": { "get": { "summary": "The battery now (dosetap battery --json): the system battery with its drain, every supply", "responses": {
+          "200": { "description": "{system, supplies}" }, "401": { "$ref": "#/components/responses/Bad" }, "503": { "$ref": "#/components/responses/Bad" } } } },
         "/api/alarms": {
           "get": { "summary": "The alarms (dosetap alarm list --json): next occurrence and the battery nudge of each", "responses": {
             "200": { "description": "{\"alarms\": [Alarm]}", "content": { "application/json": { "schema": { "type": "object", "properties": { "alarms": { "type": "array", "items": { "$ref": "#/components/schemas/Alarm" } } } } } } },

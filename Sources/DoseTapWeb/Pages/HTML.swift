@@ -24,7 +24,8 @@ enum HTML {
         var title: String
     }
 
-    static let navigation = [NavItem(path: "/", title: "Tonight"), NavItem(path: "/alarms", title: "Alarms")]
+    static let navigation = [NavItem(path: "/", title: "Tonight"), NavItem(path: "/alarms", title: "Alarms"),
+                             NavItem(path: "/batteries", title: "Batteries")]
 
     /// A whole page: no script or style inline (the CSP forbids them), everything from /static.
     static func page(title: String, current: String?, body: String, scripts: Bool = true) -> String {

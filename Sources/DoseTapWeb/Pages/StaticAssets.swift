@@ -42,6 +42,14 @@ enum StaticAssets {
         code { font-size: 0.95em; }
         form[action="/pair"], .alarm-form { display: grid; gap: 0.5rem; }
         .alarms { list-style: none; padding: 0; }
+        .chart { margin: 0; }
+        .chart svg { width: 100%; height: auto; }
+        .chart .grid { stroke: var(--line); stroke-width: 1; }
+        .chart .axis { fill: var(--fg); font-size: 12px; }
+        .chart .level { fill: none; stroke: var(--accent); stroke-width: 3; }
+        table { border-collapse: collapse; width: 100%; }
+        caption { text-align: left; color: var(--muted); }
+        th, td { text-align: left; padding: 0.25rem 0.5rem 0.25rem 0; border-bottom: 1px solid var(--line); }
         .alarm { border-bottom: 1px solid var(--line); padding: 0.5rem 0 1rem; }
         .alarm h2 { margin: 0.25rem 0; font-variant-numeric: tabular-nums; }
         .alarm .label { font-weight: 400; }
