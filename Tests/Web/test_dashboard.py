@@ -17,6 +17,7 @@ import pytest
 import zxingcpp
 from axe_selenium_python import Axe
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -137,7 +138,9 @@ def announce(driver):
 
 
 def wait_for(driver, predicate, timeout=10):
-    WebDriverWait(driver, timeout, poll_frequency=0.05).until(lambda d: predicate())
+    # A form post navigates: the element read a moment ago may be gone (stale) or not there yet.
+    WebDriverWait(driver, timeout, poll_frequency=0.05,
+                  ignored_exceptions=[StaleElementReferenceException, NoSuchElementException]).until(lambda d: predicate())
 
 
 def test_unpaired_browser_gets_the_pairing_page(agent, browser):
@@ -262,6 +265,26 @@ def test_alarms_add_by_keyboard_and_delete_with_confirmation(agent, browser):
     browser.find_element(By.XPATH, "//button[normalize-space()='Yes, delete the 06:30 alarm']").click()
     wait_for(browser, lambda: "Saved: alarm 06:30 deleted" in announce(browser))
     assert "No alarms yet." in browser.page_source
+
+
+def test_batteries_page(agent, browser):
+    browser.get(agent.base + "/batteries")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Batteries"
+    # The test machine has no battery (no umockdev here): said plainly.
+    assert "No system battery found" in browser.page_source
+    # Recorded levels "in the past" (as a battery would have left them), then the chart.
+    import sqlite3
+    db = sqlite3.connect(agent.home / "data" / "dosetap" / "dosetap.sqlite")
+    now = time.time()
+    with db:
+        db.executemany("INSERT INTO battery_sample (at, level, on_ac, status, source) VALUES (?, ?, 0, 'discharging', 'system')",
+                       [(now - (47 - i) * 1800, 90 - i) for i in range(48)])
+        db.execute("INSERT INTO battery_sample (at, level, on_ac, status, source) VALUES (?, 37, 0, 'discharging', 'button:Bedside')", (now,))
+    db.close()
+    browser.get(agent.base + "/batteries")
+    assert "lowest 43 %, highest 90 % (48 readings)" in browser.find_element(By.TAG_NAME, "figcaption").text
+    assert "button:Bedside" in browser.page_source
+    check_page(browser, "batteries")
 
 
 def test_unix_socket_same_user_needs_no_pairing(agent):
