@@ -173,6 +173,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -7,6 +7,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import InMemoryLogging
 import Logging
 import NIOCore
 import Testing
@@ -24,6 +25,8 @@ struct WebFixture {
                                                               .mains(online: false)]),
                                         drain: DrainEstimate(percentPerHour: 8, source: .hardware))
 
+    let logs = InMemoryLogHandler()
+
     init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
@@ -36,7 +39,8 @@ struct WebFixture {
         let samples = (0..<48).map { i in
             BatterySample(at: start.addingTimeInterval(-Double(47 - i) * 1800), level: 90 - Double(i), onAC: false, status: .discharging)
         }
-        dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test"),
+        let logs = self.logs
+        dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test") { _ in logs },
                                  alarms: alarms, wakeProblem: { wakeProblem },
                                  batteries: WebBatteries(now: { battery }, samples: { since in samples.filter { $0.at >= since } },
                                                          others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }))
@@ -228,6 +232,11 @@ struct HTTPTests {
             let refused = try await client.execute(uri: "/api/openapi.json", method: .get)
             #expect(refused.status == .tooManyRequests)
             #expect(refused.headers[.retryAfter] == "300")
+            f.clock.advance(by: 10)
+            let again = try await client.execute(uri: "/", method: .get)
+            #expect(again.status == .tooManyRequests && again.headers[.retryAfter] == "290")
+            // Logged once, when the refusal started; not for every refused request.
+            #expect(f.logs.entries.filter { $0.message.description.contains("refusing") }.count == 1)
         }
     }
 
@@ -362,6 +371,38 @@ struct BatteriesRouteTests {
             let api = try await client.execute(uri: "/api/batteries", method: .get, headers: headers(cookie))
             #expect(api.status == .serviceUnavailable)
         }
+    }
+}
+
+@Suite("Web: live updates (server-sent events)")
+struct LiveUpdateTests {
+    @Test("the stream pokes at once, on a dose event of the agent (a button, a notification), on a database change, and each minute on the scheduling port")
+    func pokes() async throws {
+        let (changes, change) = AsyncStream<Void>.makeStream()
+        let f = try WebFixture(start: Date(timeIntervalSince1970: 1_790_000_000)) // 14:13:20
+        let dashboard = WebDashboard(doses: f.doses, events: f.events, clock: f.clock, secret: WebSecret(bytes: Array(repeating: 1, count: 32)),
+                                     logger: Logger(label: "test"), databaseChanges: { changes })
+        let pokes = dashboard.pokeStream()
+        var it = pokes.stream.makeAsyncIterator()
+        #expect(await it.next() != nil) // at once
+        await f.clock.waitForSleepers(1) // the minute tick waits on the fake clock
+        // A dose recorded by another face of the agent (here the use case, as a button would).
+        while f.events.subscriberCount == 0 { await Task.yield() }
+        _ = try f.doses.submit(.take(confirmLate: false), source: .button)
+        #expect(await it.next() != nil)
+        // Another process wrote the database (the command line).
+        change.yield()
+        #expect(await it.next() != nil)
+        // The next minute (14:14:00).
+        f.clock.set(Date(timeIntervalSince1970: 1_790_000_040))
+        #expect(await it.next() != nil)
+        pokes.stop()
+        #expect(await it.next() == nil)
+    }
+
+    @Test("an event carries the fragment line by line")
+    func format() {
+        #expect(WebDashboard.serverSentEvent("tonight", "<p>a</p>\n<p>b</p>") == "event: tonight\ndata: <p>a</p>\ndata: <p>b</p>\n\n")
     }
 }
 
