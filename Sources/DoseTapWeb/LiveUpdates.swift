@@ -11,7 +11,8 @@ extension WebDashboard {
     /// the agent (a button, a notification, the agent's own close), after every write of another process
     /// (the command line: the data folder's inotify), and at each minute (minutes left). Timers wait on
     /// the scheduling port. The stream ends when the browser goes or the agent stops.
-    func liveUpdates(csrf: String) -> Response {
+    /// - Parameter version: the version of the fragment the page already shows (nothing is sent until it changes).
+    func liveUpdates(csrf: String, version: String?) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-store"
@@ -19,24 +20,25 @@ extension WebDashboard {
         let pokes = pokeStream()
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { pokes.stop() }
-            var last = ""
+            var last = version ?? ""
             // Ends when the agent shuts down (graceful shutdown), or when a write fails (the browser went).
             for await _ in pokes.stream.cancelOnGracefulShutdown() {
                 guard let status = try? self.doses.status() else { continue }
                 let fragment = TonightPage.fragment(status: status, csrf: csrf)
-                if fragment == last {
+                let current = TonightPage.version(fragment)
+                if current == last {
                     try await writer.write(ByteBuffer(string: ": unchanged\n\n"))
                     continue
                 }
-                last = fragment
-                try await writer.write(ByteBuffer(string: Self.serverSentEvent("tonight", fragment)))
+                last = current
+                try await writer.write(ByteBuffer(string: Self.serverSentEvent("tonight", fragment, id: current)))
             }
             try await writer.finish(nil)
         })
     }
 
-    static func serverSentEvent(_ name: String, _ data: String) -> String {
-        "event: \(name)\n" + data.split(separator: "\n", omittingEmptySubsequences: false).map { "data: \($0)\n" }.joined() + "\n"
+    static func serverSentEvent(_ name: String, _ data: String, id: String? = nil) -> String {
+        (id.map { "id: \($0)\n" } ?? "") + "event: \(name)\n" + data.split(separator: "\n", omittingEmptySubsequences: false).map { "data: \($0)\n" }.joined() + "\n"
     }
 
     struct Pokes: Sendable {

@@ -204,7 +204,8 @@ public final class WebDashboard: Sendable {
         case (.get, "/tonight/fragment"):
             return Self.html(TonightPage.fragment(status: try doses.status(), csrf: csrf(access)))
         case (.get, "/events"):
-            return liveUpdates(csrf: csrf(access))
+            let version = request.uri.queryParameters["version"].map(String.init)
+            return liveUpdates(csrf: csrf(access), version: version.flatMap { $0.count <= 32 ? $0 : nil })
         case (.get, "/api/tonight"):
             return Self.json(try doses.status().json(in: clock.timeZone))
         case (.get, "/batteries"):
@@ -225,10 +226,12 @@ public final class WebDashboard: Sendable {
             let submission = try doses.submit(command, source: .web)
             let flash = Self.flash(submission)
             if request.headers[.accept]?.contains("application/json") == true {
+                let fragment = TonightPage.fragment(status: submission.status, csrf: csrf(access))
                 return Self.json(.object([
                     ("recorded", .bool(flash.recorded)),
                     ("announce", .string(TonightPage.renderFlash(flash))),
-                    ("tonight", .string(TonightPage.fragment(status: submission.status, csrf: csrf(access)))),
+                    ("tonight", .string(fragment)),
+                    ("version", .string(TonightPage.version(fragment))),
                 ]))
             }
             return try redirect("/", flash: flash)

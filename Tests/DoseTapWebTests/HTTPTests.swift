@@ -403,6 +403,9 @@ struct LiveUpdateTests {
     @Test("an event carries the fragment line by line")
     func format() {
         #expect(WebDashboard.serverSentEvent("tonight", "<p>a</p>\n<p>b</p>") == "event: tonight\ndata: <p>a</p>\ndata: <p>b</p>\n\n")
+        #expect(WebDashboard.serverSentEvent("tonight", "x", id: "ab12") == "id: ab12\nevent: tonight\ndata: x\n\n")
+        #expect(TonightPage.version("a") == TonightPage.version("a") && TonightPage.version("a") != TonightPage.version("b"))
+        #expect(TonightPage.live("<p>x</p>") == "<div id=\"tonight\" data-version=\"\(TonightPage.version("<p>x</p>"))\"><p>x</p></div>")
     }
 }
 

@@ -3,6 +3,7 @@ axe-core (axe-selenium-python) on every page. Runs the real `dosetap agent` in a
 loopback port, pairs with `dosetap web link`, and acts as a person would. Nothing here is skipped: a
 missing tool fails (scripts/web-browser-tests.sh installs them)."""
 
+import base64
 import json
 import os
 import pathlib
@@ -129,7 +130,10 @@ def check_page(driver, name):
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
         violations = axe_violations(driver)
         assert violations == [], f"{name} ({scheme}): {json.dumps(violations, indent=1)}"
-        driver.save_screenshot(str(ARTIFACTS / f"{name}-{scheme}.png"))
+        # The whole page, from the top (docs/dashboard.md shows these).
+        driver.execute_script("window.scrollTo(0, 0)")
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+        (ARTIFACTS / f"{name}-{scheme}.png").write_bytes(base64.b64decode(shot["data"]))
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 
 

@@ -66,7 +66,11 @@ enum StaticAssets {
           var live = document.getElementById("tonight");
           var announce = document.getElementById("announce");
           if (!live) { return; }
-          function swap(html) {
+          var version = live.getAttribute("data-version") || "";
+          // Only a night the page does not show yet replaces it: focus and keyboard position stay put.
+          function swap(html, next) {
+            if (next && next === version) { return; }
+            version = next || "";
             var active = document.activeElement;
             var key = active && live.contains(active) && active.form ? active.form.getAttribute("action") : null;
             live.innerHTML = html;
@@ -85,13 +89,13 @@ enum StaticAssets {
               headers: { "Accept": "application/json", "X-CSRF-Token": body.get("csrf") || "" }
             }).then(function (response) { return response.json(); }).then(function (answer) {
               if (answer.announce !== undefined) { announce.innerHTML = answer.announce; }
-              if (answer.tonight !== undefined) { swap(answer.tonight); }
+              if (answer.tonight !== undefined) { swap(answer.tonight, answer.version); }
               if (answer.error) { announce.textContent = answer.error; }
             }).catch(function () { form.submit(); });
           });
           if (window.EventSource) {
-            var source = new EventSource("/events");
-            source.addEventListener("tonight", function (event) { swap(event.data); });
+            var source = new EventSource("/events?version=" + encodeURIComponent(version));
+            source.addEventListener("tonight", function (event) { swap(event.data, event.lastEventId); });
           }
         })();
 

@@ -43,8 +43,23 @@ enum TonightPage {
         HTML.page(title: "Tonight", current: "/", body: """
             <h1>Tonight</h1>
             <div id="announce" role="status" aria-live="polite">\(flash.map(renderFlash) ?? "")</div>
-            <div id="tonight" data-live="/tonight/fragment">\(fragment(status: status, csrf: csrf))</div>
+            \(live(fragment(status: status, csrf: csrf)))
             """)
+    }
+
+    /// The live part with its version, so the live stream sends only what the page does not show yet.
+    static func live(_ fragment: String) -> String {
+        "<div id=\"tonight\" data-version=\"\(version(fragment))\">\(fragment)</div>"
+    }
+
+    /// A short fingerprint of a fragment (FNV-1a, 64 bits): equal text, equal version.
+    static func version(_ fragment: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in fragment.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return String(hash, radix: 16)
     }
 
     static func renderFlash(_ flash: Flash) -> String {
