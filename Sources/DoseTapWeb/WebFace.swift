@@ -3,8 +3,10 @@ import DoseTapCore
 import DoseTapStore
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
@@ -55,9 +57,9 @@ public enum WebFace {
             do {
                 try prepareSocket(socketPath)
                 services.append(listener(dashboard: dashboard, address: .unixDomainSocket(path: socketPath), name: socketPath,
-                                         logger: logger, onListening: { name in
+                                         logger: logger, onListening: { _ in
                                              chmod(socketPath, 0o600)
-                                             onListening(name)
+                                             onListening(socketPath)
                                          }))
             } catch {
                 logger.error("web dashboard: no Unix socket: \(error)")
@@ -77,29 +79,53 @@ public enum WebFace {
 
     static func listener(dashboard: WebDashboard, address: BindAddress, name: String, logger: Logger,
                          onListening: @escaping @Sendable (String) -> Void) -> any Service {
-        var quiet = logger
-        quiet[metadataKey: "listener"] = "\(name)"
-        let application = Application(
-            responder: dashboard.responder,
-            configuration: .init(address: address, serverName: nil),
-            onServerRunning: { channel in
-                let actual = channel.localAddress.map { "\($0)" } ?? name
-                logger.info("web dashboard listening", metadata: ["address": "\(name)", "bound": "\(actual)"])
-                onListening(channel.localAddress?.port.map { _ in (channel.localAddress?.ipAddress ?? "") + ":\(channel.localAddress!.port!)" } ?? name)
-            },
-            logger: quiet)
-        return Listener(application: application, name: name, logger: logger)
+        Listener(dashboard: dashboard, address: address, name: name, logger: logger, onListening: onListening)
     }
 
-    /// A listener that cannot bind (the port is taken) is logged, and the agent goes on without it.
+    /// One listener: HummingbirdCore's HTTP/1.1 server with the dashboard's responder. Not Hummingbird's
+    /// `Application`: that one runs a date cache that wakes the process every second, forever — an idle
+    /// agent guarding a battery must not (the Date header is made per response instead). A listener that
+    /// cannot bind (the port is taken) is logged, and the agent goes on without it.
     struct Listener: Service {
-        let application: any ApplicationProtocol
+        let dashboard: WebDashboard
+        let address: BindAddress
         let name: String
         let logger: Logger
+        let onListening: @Sendable (String) -> Void
 
         func run() async throws {
+            var quiet = logger
+            quiet[metadataKey: "listener"] = "\(name)"
+            let requestLogger = quiet
+            let responder = DashboardResponder(dashboard: dashboard)
+            let logger = self.logger
+            let name = self.name
+            let onListening = self.onListening
             do {
-                try await application.run()
+                let server = try HTTPServerBuilder.http1().buildServer(
+                    configuration: ServerConfiguration(address: address),
+                    eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                    logger: quiet,
+                    responder: { request, writer, channel in
+                        let context = WebContext(source: ApplicationRequestContextSource(channel: channel, logger: requestLogger))
+                        var response: Response
+                        do {
+                            response = try await responder.respond(to: request, context: context)
+                        } catch {
+                            response = WebDashboard.error(.internalServerError, "the request failed", api: true)
+                        }
+                        response.headers[.date] = HTTPDate.now()
+                        try await writer.write(response: response.head, body: response.body)
+                    },
+                    onServerRunning: { channel in
+                        logger.info("web dashboard listening", metadata: ["address": "\(name)"])
+                        if let local = channel.localAddress, let port = local.port {
+                            onListening("\(local.ipAddress ?? ""):\(port)")
+                        } else {
+                            onListening(name)
+                        }
+                    })
+                try await server.run()
             } catch {
                 guard !Task.isCancelled else { return }
                 logger.error("web dashboard: cannot listen on \(name): \(error)")
@@ -139,5 +165,18 @@ public enum WebFace {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
         }
+    }
+}
+
+/// The HTTP Date header (RFC 9110 IMF-fixdate) of now.
+enum HTTPDate {
+    static func now() -> String {
+        var t = time(nil)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return String(format: "%@, %02d %@ %04d %02d:%02d:%02d GMT", days[Int(parts.tm_wday)], parts.tm_mday, months[Int(parts.tm_mon)],
+                      Int(parts.tm_year) + 1900, parts.tm_hour, parts.tm_min, parts.tm_sec)
     }
 }
