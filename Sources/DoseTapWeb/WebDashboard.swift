@@ -217,6 +217,15 @@ public final class WebDashboard: Sendable {
             guard let batteries else { return Self.error(.notFound, "no batteries here", api: true) }
             guard let status = batteries.now() else { return Self.error(.serviceUnavailable, "the power supplies cannot be read", api: true) }
             return Self.json(status.json)
+        case (.get, "/history"), (.get, "/history.csv"):
+            let (key, range) = try HistoryPage.range(request.uri.queryParameters["range"])
+            let export = try DoseHistory(store: DataStore(database: doses.repository.database), clock: clock).export(range)
+            if path == "/history" {
+                return Self.html(HistoryPage.render(csv: export.csv, unreadable: export.unreadable.count, selected: key))
+            }
+            var headers = HTTPFields()
+            headers[HTTPField.Name("Content-Disposition")!] = "attachment; filename=\"dosetap-\(key).csv\""
+            return Self.response(.ok, "text/csv; charset=utf-8", export.csv, headers: headers)
         case (.get, "/api/session"):
             return Self.json(.object([("csrfToken", .string(csrf(access)))]))
         case (.post, _) where path.hasPrefix("/tonight/"):

@@ -374,6 +374,36 @@ struct BatteriesRouteTests {
     }
 }
 
+@Suite("Web: the History page and its CSV")
+struct HistoryRouteTests {
+    @Test("nights newest first with the export's columns; the CSV is dosetap export csv's; a bad range is a 400 in one line")
+    func history() async throws {
+        let f = try WebFixture()
+        _ = try f.doses.submit(.take(confirmLate: false), source: .cli)
+        f.clock.advance(by: 170 * 60)
+        _ = try f.doses.submit(.take(confirmLate: false), source: .cli)
+        try await f.application.test(.router) { client in
+            let (cookie, _) = try await f.pair(client)
+            let page = try await client.execute(uri: "/history", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok)
+            #expect(page.text.contains("<tr><th scope=\"row\">2026-09-20</th><td>14:13:20</td><td>17:03:20</td><td>170 min</td><td>Yes</td><td>No</td></tr>"))
+            let csv = try await client.execute(uri: "/history.csv?range=all", method: .get, headers: headers(cookie))
+            #expect(csv.headers[.contentType] == "text/csv; charset=utf-8")
+            #expect(csv.headers[HTTPField.Name("Content-Disposition")!] == "attachment; filename=\"dosetap-all.csv\"")
+            #expect(csv.text == "Date,Dose1Time,Dose2Time,Interval,OnTime,Skipped\r\n2026-09-20,14:13:20,17:03:20,170,true,false\r\n")
+            let bad = try await client.execute(uri: "/history?range=7y", method: .get, headers: headers(cookie))
+            #expect(bad.status == .badRequest && bad.text.contains("range must be 30d, 90d or all"))
+            let unpaired = try await client.execute(uri: "/history.csv", method: .get)
+            #expect(unpaired.status == .unauthorized)
+        }
+    }
+
+    @Test("CSV fields: quoted commas and doubled quotes")
+    func csvFields() {
+        #expect(HistoryPage.fields("a,\"b,c\",\"d\"\"e\",") == ["a", "b,c", "d\"e", ""])
+    }
+}
+
 @Suite("Web: live updates (server-sent events)")
 struct LiveUpdateTests {
     @Test("the stream pokes at once, on a dose event of the agent (a button, a notification), on a database change, and each minute on the scheduling port")

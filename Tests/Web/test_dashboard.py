@@ -291,6 +291,14 @@ def test_batteries_page(agent, browser):
     check_page(browser, "batteries")
 
 
+def test_history_page(agent, browser):
+    browser.get(agent.base + "/history")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "History"
+    # Tonight's Dose 1 (taken above) is a night of the table.
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tbody tr")) == 1
+    check_page(browser, "history")
+
+
 def test_unix_socket_same_user_needs_no_pairing(agent):
     r = subprocess.run(["/usr/bin/python3", "-c", """
 import socket, sys

@@ -25,7 +25,7 @@ enum HTML {
     }
 
     static let navigation = [NavItem(path: "/", title: "Tonight"), NavItem(path: "/alarms", title: "Alarms"),
-                             NavItem(path: "/batteries", title: "Batteries")]
+                             NavItem(path: "/batteries", title: "Batteries"), NavItem(path: "/history", title: "History")]
 
     /// A whole page: no script or style inline (the CSP forbids them), everything from /static.
     static func page(title: String, current: String?, body: String, scripts: Bool = true) -> String {

@@ -13,7 +13,7 @@ enum StaticAssets {
         body { margin: 0; font: 1.125rem/1.5 system-ui, sans-serif; background: var(--bg); color: var(--fg); }
         header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: 0.5rem 1rem; border-bottom: 1px solid var(--line); }
         .brand { font-weight: 700; margin: 0; }
-        nav ul { list-style: none; display: flex; gap: 0.5rem; margin: 0; padding: 0; }
+        nav ul { list-style: none; display: flex; flex-wrap: wrap; gap: 0.5rem; margin: 0; padding: 0; }
         nav a { display: inline-block; min-height: 44px; padding: 0.5rem 0.75rem; color: var(--fg); }
         nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
         main { max-width: 40rem; margin: 0 auto; padding: 1rem; }
@@ -47,6 +47,8 @@ enum StaticAssets {
         .chart .grid { stroke: var(--line); stroke-width: 1; }
         .chart .axis { fill: var(--fg); font-size: 12px; }
         .chart .level { fill: none; stroke: var(--accent); stroke-width: 3; }
+        .range { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; }
+        .range button { width: auto; }
         table { border-collapse: collapse; width: 100%; }
         caption { text-align: left; color: var(--muted); }
         th, td { text-align: left; padding: 0.25rem 0.5rem 0.25rem 0; border-bottom: 1px solid var(--line); }
