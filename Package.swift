@@ -23,6 +23,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // C system libraries (Debian -dev packages).
@@ -85,11 +88,28 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The local web dashboard (#14): Hummingbird 2, a service of the agent's ServiceGroup.
+        .target(
+            name: "DoseTapWeb",
+            dependencies: [
+                "DoseTapCore", "DoseTapAgent", "DoseTapStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
         // The command line.
         .executableTarget(
             name: "dosetap",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent",
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent", "DoseTapWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -161,6 +181,17 @@ let package = Package(
                 "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP",
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DoseTapWebTests",
+            dependencies: [
+                "DoseTapWeb", "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -10,7 +10,7 @@ done
 
 /usr/bin/python3 -c 'import dbusmock' 2>/dev/null || { echo "run-tests: python3-dbusmock is missing for /usr/bin/python3" >&2; exit 1; }
 [[ -x /usr/sbin/mosquitto ]] || { echo "run-tests: /usr/sbin/mosquitto is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
-for tool in dbus-daemon dbus-send sox setpriv; do
+for tool in dbus-daemon dbus-send sox setpriv chromium chromedriver; do
   command -v "$tool" >/dev/null || { echo "run-tests: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
 done
 
@@ -79,6 +79,9 @@ umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filt
 umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
 swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures
 [[ -z ${DOSETAP_SANITIZER:-} ]] || exit 0
+
+# The web dashboard in headless Chromium (Selenium, axe-core): pairing, Tonight, live updates, keyboard.
+scripts/web-browser-tests.sh
 
 # The dose log under SIGKILL, briefly (scripts/crash-safety.sh 300 is the full run, see docs/performance.md).
 scripts/crash-safety.sh 40

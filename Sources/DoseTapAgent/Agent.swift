@@ -16,7 +16,8 @@ public struct SystemClock: WallClock {
 
 /// `dosetap agent`: wires the adapters to the core and runs until SIGTERM.
 public enum Agent {
-    public static func run(paths: DataPaths, logger: Logger) async throws {
+    /// - Parameter faces: faces that run inside the agent (the web dashboard), as services of its group.
+    public static func run(paths: DataPaths, logger: Logger, faces: [AgentFace] = []) async throws {
         // A SIGHUP (reload) that arrives while the agent is still starting must not kill it: ignore it until
         // the reload service takes over the signal.
         signal(SIGHUP, SIG_IGN)
@@ -152,6 +153,18 @@ public enum Agent {
             connect: { try DBusConnection(bus: .system, logger: logger) }, wake: LinuxWakeAlarm(),
             nextWake: nextWake(alarms: AlarmRepository(database: database), doses: repository, clock: SystemClock(), logger: logger),
             status: WakeStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger), clock: SystemClock(), logger: logger)))
+        let context = AgentContext(paths: paths, configuration: configuration.current, database: database, events: events,
+                                   doses: doses, alarms: alarmUseCases,
+                                   battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
+                                   clock: TimerFDScheduler.shared, logger: logger,
+                                   databaseChanges: { watcher?.changes() })
+        for face in faces {
+            do {
+                services += try face(context).map { .init(service: $0) }
+            } catch {
+                logger.error("\(error)")
+            }
+        }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval, clock: TimerFDScheduler.shared)))
         }

@@ -39,6 +39,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var pushTokenFile: String?
     /// `[phone]`: the Twilio-compatible account that places `phone:` calls.
     public var phone: PhoneSettings?
+    /// `[web] listen`: the TCP addresses of the dashboard (#14); the Unix socket is always there.
+    public var webListen: [WebListenAddress] = [WebListenAddress.defaultLoopback]
 
     public static let pollRange = 60...3600
 
@@ -150,7 +152,8 @@ public struct AgentConfiguration: Sendable, Equatable {
         var config = AgentConfiguration()
         let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"],
                                             "household": ["name", "device"], "mqtt": ["url", "username", "password_file", "ca_file"],
-                                            "push": ["token_file"], "phone": ["url", "account", "token_file", "from"]]
+                                            "push": ["token_file"], "phone": ["url", "account", "token_file", "from"],
+                                            "web": ["listen"]]
         for key in table.keys {
             guard let allowed = known[key] else { throw ConfigurationError("\(source): unknown section '\(key)'") }
             guard let section = table[key]?.table else {
@@ -197,6 +200,24 @@ public struct AgentConfiguration: Sendable, Equatable {
         if let phone = table["phone"]?.table {
             config.phone = try PhoneSettings.parse(phone, source: source)
         }
+        if let web = table["web"]?.table, let value = web["listen"] {
+            guard let list = value.array, list.count <= 8 else {
+                throw ConfigurationError("\(source): web.listen must be a list such as [\"127.0.0.1:8765\"] (at most 8)")
+            }
+            var addresses: [WebListenAddress] = []
+            for item in list {
+                guard let text = item.string else {
+                    throw ConfigurationError("\(source): web.listen: every item must be a string such as \"127.0.0.1:8765\"")
+                }
+                do {
+                    let address = try WebListenAddress(parsing: text)
+                    if !addresses.contains(address) { addresses.append(address) }
+                } catch {
+                    throw ConfigurationError("\(source): web.listen: \(error)")
+                }
+            }
+            config.webListen = addresses
+        }
         if let alerts = table["alerts"]?.table, let value = alerts["command"] {
             guard let entries = value.array else {
                 throw ConfigurationError("\(source): alerts.command must be a list of [[alerts.command]] tables")
@@ -214,6 +235,65 @@ public struct AgentConfiguration: Sendable, Equatable {
         }
         return config
     }
+}
+
+/// One TCP address of the web dashboard (`[web] listen`): an IPv4 address or a bracketed IPv6 address, and
+/// a port: `127.0.0.1:8765`, `0.0.0.0:8765` (the LAN), `[::1]:8765`. Host names are refused: the address
+/// bound is the one written.
+public struct WebListenAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public static let defaultPort = 8765
+    public static let defaultLoopback = WebListenAddress(host: "127.0.0.1", port: defaultPort)
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public struct ParseError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(parsing text: String) throws(ParseError) {
+        let shown = DisplayText.escaped(text)
+        let hostPart: Substring
+        let portPart: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw ParseError(description: "'\(shown)' is not [IPv6]:PORT")
+            }
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            portPart = text[text.index(close, offsetBy: 2)...]
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, String(hostPart), &address) == 1 else {
+                throw ParseError(description: "'\(shown)': '\(DisplayText.escaped(String(hostPart)))' is not an IPv6 address")
+            }
+        } else {
+            guard let colon = text.lastIndex(of: ":") else {
+                throw ParseError(description: "'\(shown)' is not HOST:PORT such as 127.0.0.1:8765")
+            }
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+            var address = in_addr()
+            guard inet_pton(AF_INET, String(hostPart), &address) == 1 else {
+                throw ParseError(description: "'\(shown)': '\(DisplayText.escaped(String(hostPart)))' is not an IPv4 address (host names are not accepted)")
+            }
+        }
+        guard portPart.allSatisfy({ $0.isASCII && $0.isNumber }), portPart.count <= 5, let port = Int(portPart), (1...65535).contains(port) else {
+            throw ParseError(description: "'\(shown)': the port must be a number from 1 to 65535")
+        }
+        self.host = String(hostPart)
+        self.port = port
+    }
+
+    public var isIPv6: Bool { host.contains(":") }
+    /// Listening on every interface (0.0.0.0 or ::): the LAN can reach it.
+    public var isWildcard: Bool { host == "0.0.0.0" || host == "::" }
+    public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
+
+    public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// A usage-alert source fed by a program (`[[alerts.command]]`): run every `interval` seconds without a

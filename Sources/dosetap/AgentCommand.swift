@@ -1,6 +1,7 @@
 import ArgumentParser
 import DoseTapAgent
 import DoseTapLinux
+import DoseTapWeb
 import Foundation
 import Logging
 
@@ -33,7 +34,7 @@ struct AgentCommand: AsyncParsableCommand {
             logger.notice("Swift concurrency runs on libdispatch's worker pool (idle wake-ups once a second)")
         }
         do {
-            try await Agent.run(paths: location.paths, logger: logger)
+            try await Agent.run(paths: location.paths, logger: logger, faces: [WebFace.face])
         } catch {
             throw CLIError("\(error)")
         }

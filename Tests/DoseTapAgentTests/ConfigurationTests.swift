@@ -256,4 +256,33 @@ struct ConfigurationTests {
             #expect { _ = try AgentConfiguration.parse(text) } throws: { "\($0)".contains(message) && !"\($0)".contains("\n") }
         }
     }
+
+    @Test("[web] listen: the default loopback address, IPv4 and IPv6, an empty list, and bad addresses in one line")
+    func webListen() throws {
+        #expect(try AgentConfiguration.parse("").webListen == [WebListenAddress(host: "127.0.0.1", port: 8765)])
+        let c = try AgentConfiguration.parse("[web]\nlisten = [\"0.0.0.0:8765\", \"[::1]:9000\", \"0.0.0.0:8765\"]")
+        #expect(c.webListen == [WebListenAddress(host: "0.0.0.0", port: 8765), WebListenAddress(host: "::1", port: 9000)])
+        #expect(c.webListen.map(\.description) == ["0.0.0.0:8765", "[::1]:9000"])
+        #expect(c.webListen[0].isWildcard && c.webListen[1].isLoopback)
+        #expect(try AgentConfiguration.parse("[web]\nlisten = []").webListen.isEmpty)
+        for (text, message) in [
+            ("listen = \"127.0.0.1:8765\"", "web.listen must be a list"),
+            ("listen = [8765]", "every item must be a string"),
+            ("listen = [\"localhost:8765\"]", "'localhost' is not an IPv4 address"),
+            ("listen = [\"127.0.0.1\"]", "is not HOST:PORT"),
+            ("listen = [\"127.0.0.1:0\"]", "the port must be a number from 1 to 65535"),
+            ("listen = [\"127.0.0.1:65536\"]", "the port must be a number from 1 to 65535"),
+            ("listen = [\"127.0.0.1:+80\"]", "the port must be a number"),
+            ("listen = [\"[::1:8765\"]", "is not [IPv6]:PORT"),
+            ("port = 1", "unknown key 'web.port'"),
+        ] {
+            #expect(throws: ConfigurationError.self) { try AgentConfiguration.parse("[web]\n" + text) }
+            do {
+                _ = try AgentConfiguration.parse("[web]\n" + text)
+            } catch {
+                #expect(error.description.contains(message), "\(text): \(error.description)")
+                #expect(!error.description.contains("\n"))
+            }
+        }
+    }
 }

@@ -1,0 +1,68 @@
+import Foundation
+
+/// The per-client rate limit of the dashboard (the patient app's rule): up to 60 requests a minute are
+/// served at once; beyond that a request waits its turn (one a second — "queued"); a client that sends
+/// more than 200 in a minute is refused for 5 minutes. Pure: time comes in as a value.
+public struct RateLimiter: Sendable {
+    public static let burst = 60
+    public static let interval: TimeInterval = 1
+    public static let refuseAbove = 200
+    public static let window: TimeInterval = 60
+    public static let refusal: TimeInterval = 300
+
+    public enum Decision: Sendable, Equatable {
+        /// Serve now.
+        case serve
+        /// Serve at this instant (queued).
+        case wait(until: Date)
+        /// Refused until this instant; `first` is true for the request that started the refusal (log it once).
+        case refused(until: Date, first: Bool)
+    }
+
+    private struct Client {
+        /// GCRA's theoretical arrival time: when the client's next request would be on schedule.
+        var tat: Date
+        var arrivals: [Date] = []
+        var blockedUntil: Date?
+    }
+
+    private var clients: [String: Client] = [:]
+    private var decisions = 0
+
+    public init() {}
+
+    public mutating func admit(_ client: String, at now: Date) -> Decision {
+        decisions += 1
+        if decisions % 1024 == 0 { prune(now) }
+        var state = clients[client] ?? Client(tat: now)
+        defer { clients[client] = state }
+        if let until = state.blockedUntil {
+            if now < until { return .refused(until: until, first: false) }
+            state = Client(tat: now)
+        }
+        let windowStart = now.addingTimeInterval(-Self.window)
+        state.arrivals.removeAll { $0 <= windowStart }
+        state.arrivals.append(now)
+        if state.arrivals.count > Self.refuseAbove {
+            let until = now.addingTimeInterval(Self.refusal)
+            state.blockedUntil = until
+            state.arrivals = []
+            return .refused(until: until, first: true)
+        }
+        let tolerance = TimeInterval(Self.burst - 1) * Self.interval
+        let tat = max(state.tat, now)
+        let earliest = tat.addingTimeInterval(-tolerance)
+        state.tat = tat.addingTimeInterval(Self.interval)
+        return earliest <= now ? .serve : .wait(until: earliest)
+    }
+
+    /// Forgets clients that are idle and not refused.
+    private mutating func prune(_ now: Date) {
+        clients = clients.filter { _, c in
+            if let until = c.blockedUntil, until > now { return true }
+            return c.tat > now || (c.arrivals.last.map { $0 > now.addingTimeInterval(-Self.window) } ?? false)
+        }
+    }
+
+    public var clientCount: Int { clients.count }
+}

@@ -1,0 +1,86 @@
+import DoseTapAgent
+import DoseTapCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+extension WebDashboard {
+    /// Server-sent events: `event: tonight` with the Tonight fragment, at once, after every dose event of
+    /// the agent (a button, a notification, the agent's own close), after every write of another process
+    /// (the command line: the data folder's inotify), and at each minute (minutes left). Timers wait on
+    /// the scheduling port. The stream ends when the browser goes or the agent stops.
+    /// - Parameter version: the version of the fragment the page already shows (nothing is sent until it changes).
+    func liveUpdates(csrf: String, version: String?) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-store"
+        Self.securityHeaders(&headers)
+        let pokes = pokeStream()
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            defer { pokes.stop() }
+            var last = version ?? ""
+            // Ends when the agent shuts down (graceful shutdown), or when a write fails (the browser went).
+            for await _ in pokes.stream.cancelOnGracefulShutdown() {
+                guard let status = try? self.doses.status() else { continue }
+                let fragment = TonightPage.fragment(status: status, csrf: csrf)
+                let current = TonightPage.version(fragment)
+                if current == last {
+                    try await writer.write(ByteBuffer(string: ": unchanged\n\n"))
+                    continue
+                }
+                last = current
+                try await writer.write(ByteBuffer(string: Self.serverSentEvent("tonight", fragment, id: current)))
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    static func serverSentEvent(_ name: String, _ data: String, id: String? = nil) -> String {
+        (id.map { "id: \($0)\n" } ?? "") + "event: \(name)\n" + data.split(separator: "\n", omittingEmptySubsequences: false).map { "data: \($0)\n" }.joined() + "\n"
+    }
+
+    struct Pokes: Sendable {
+        let stream: AsyncStream<Void>
+        let stop: @Sendable () -> Void
+    }
+
+    /// One signal now, then one per relevant event, database change or minute.
+    func pokeStream() -> Pokes {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        continuation.yield()
+        let subscription = events.subscribe()
+        let changes = databaseChanges()
+        let clock = self.clock
+        let watchers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in subscription {
+                        switch event {
+                        case .doseRecorded, .doseRefused, .reminderDue, .configurationReloaded: continuation.yield()
+                        default: break
+                        }
+                    }
+                }
+                if let changes {
+                    group.addTask { for await _ in changes { continuation.yield() } }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        let now = clock.now()
+                        let next = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60 + 60)
+                        if await clock.sleep(until: next) == .cancelled { break }
+                        continuation.yield()
+                    }
+                }
+                await group.waitForAll()
+            }
+        }
+        continuation.onTermination = { _ in watchers.cancel() }
+        return Pokes(stream: stream, stop: {
+            watchers.cancel()
+            continuation.finish()
+        })
+    }
+}

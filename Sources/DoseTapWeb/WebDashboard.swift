@@ -1,0 +1,501 @@
+import DoseTapAgent
+import DoseTapCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// The dashboard's request context: the connection, so the responder can ask who is calling.
+public struct WebContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let channel: (any Channel)?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// The local web dashboard (#14): pages and a JSON API over the agent's use cases. One responder for every
+/// route, so the order is the same everywhere: the rate limit, then the public routes, then access (the
+/// session or a trusted local peer), then CSRF on every state change.
+public final class WebDashboard: Sendable {
+    public static let sessionCookie = "dosetap_session"
+    static let flashCookie = "dosetap_flash"
+    static let maxBody = 16 * 1024
+
+    let doses: DoseUseCases
+    let events: EventBus
+    let clock: any Scheduling
+    let tokens: WebTokens
+    let desk: PairingDesk
+    let ownUID: UInt32
+    let logger: Logger
+    let databaseChanges: @Sendable () -> AsyncStream<Void>?
+    let alarms: AlarmUseCases?
+    let batteries: WebBatteries?
+    /// "This machine may sleep through the alarm: …", or nil when waking works.
+    let wakeProblem: @Sendable () -> String?
+    let limiter = Mutex(RateLimiter())
+
+    public init(doses: DoseUseCases, events: EventBus, clock: any Scheduling, secret: WebSecret, ownUID: UInt32 = getuid(),
+                logger: Logger, databaseChanges: @escaping @Sendable () -> AsyncStream<Void>? = { nil },
+                alarms: AlarmUseCases? = nil, wakeProblem: @escaping @Sendable () -> String? = { nil },
+                batteries: WebBatteries? = nil) {
+        self.alarms = alarms
+        self.batteries = batteries
+        self.wakeProblem = wakeProblem
+        self.doses = doses
+        self.events = events
+        self.clock = clock
+        self.tokens = WebTokens(secret: secret)
+        self.desk = PairingDesk(tokens: tokens)
+        self.ownUID = ownUID
+        self.logger = logger
+        self.databaseChanges = databaseChanges
+    }
+
+    /// The responder of every listener.
+    public var responder: some HTTPResponder<WebContext> { DashboardResponder(dashboard: self) }
+
+    // MARK: - Answers
+
+    static func securityHeaders(_ fields: inout HTTPFields) {
+        fields[.contentSecurityPolicy] = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        fields[.xContentTypeOptions] = "nosniff"
+        // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on form posts, which the origin check
+        // refuses; the pairing code still never leaves for another site.
+        fields[HTTPField.Name("Referrer-Policy")!] = "same-origin"
+        fields[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        if fields[.cacheControl] == nil { fields[.cacheControl] = "no-store" }
+    }
+
+    static func response(_ status: HTTPResponse.Status, _ contentType: String, _ text: String, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.contentType] = contentType
+        securityHeaders(&fields)
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func html(_ text: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        response(status, "text/html; charset=utf-8", text, headers: headers)
+    }
+
+    static func json(_ value: JSON, status: HTTPResponse.Status = .ok) -> Response {
+        response(status, "application/json", value.text + "\n")
+    }
+
+    /// A one-line error: JSON for the API (and scripts), a short page otherwise. Never a stack trace.
+    static func error(_ status: HTTPResponse.Status, _ message: String, api: Bool, headers: HTTPFields = [:]) -> Response {
+        let line = DisplayText.escaped(message, maxLength: 300)
+        if api {
+            var r = response(status, "application/json", JSON.object([("error", .string(line))]).text + "\n", headers: headers)
+            r.status = status
+            return r
+        }
+        return html(HTML.page(title: "Error", current: "/", body: "<h1>\(HTML.escape(status.reasonPhrase))</h1><p class=\"refusal\" role=\"alert\">\(HTML.escape(line))</p><p><a href=\"/\">Back to Tonight</a></p>", scripts: false), status: status, headers: headers)
+    }
+
+    static func redirect(_ location: String, cookies: [String] = []) -> Response {
+        var fields = HTTPFields()
+        fields[.location] = location
+        for cookie in cookies { fields.append(HTTPField(name: .setCookie, value: cookie)) }
+        securityHeaders(&fields)
+        return Response(status: .seeOther, headers: fields)
+    }
+
+    func sessionCookie(_ value: String) -> String {
+        "\(Self.sessionCookie)=\(value); Path=/; Max-Age=\(Int(WebTokens.sessionLifetime)); HttpOnly; SameSite=Strict"
+    }
+
+    // MARK: - Routing
+
+    /// Who may do what on this request.
+    enum Access: Equatable {
+        /// A Unix-socket peer of our own uid: no pairing, no CSRF (no browser is involved).
+        case local(uid: UInt32)
+        case session(id: String)
+        case none
+
+        var csrfKey: String? {
+            switch self {
+            case .local(let uid): "unix:\(uid)"
+            case .session(let id): id
+            case .none: nil
+            }
+        }
+    }
+
+    func access(_ request: Request, peer: WebPeer) -> Access {
+        if peer.isTrustedLocal(ownUID: ownUID) { return .local(uid: ownUID) }
+        if let cookie = request.cookies[Self.sessionCookie]?.value, let id = tokens.session(String(cookie), now: clock.now()) {
+            return .session(id: id)
+        }
+        return .none
+    }
+
+    public func respond(to request: Request, peer: WebPeer) async -> Response {
+        let path = request.uri.path
+        let api = path.hasPrefix("/api/") || path == "/events"
+        // 1. The rate limit, per client.
+        let decision = limiter.withLock { $0.admit(peer.clientKey, at: clock.now()) }
+        switch decision {
+        case .serve: break
+        case .wait(let until):
+            if await clock.sleep(until: until) == .cancelled {
+                return Self.error(.serviceUnavailable, "the dashboard is stopping", api: api)
+            }
+        case .refused(let until, let first):
+            if first {
+                logger.warning("web: refusing \(peer.clientKey) for 5 minutes: more than \(RateLimiter.refuseAbove) requests in a minute")
+            }
+            let seconds = max(1, Int(until.timeIntervalSince(clock.now()).rounded(.up)))
+            var headers = HTTPFields()
+            headers[.retryAfter] = "\(seconds)"
+            return Self.error(.tooManyRequests, "too many requests from this client (more than \(RateLimiter.refuseAbove) in a minute): refused for \(seconds) s", api: api, headers: headers)
+        }
+        do {
+            return try await route(request, peer: peer, path: path, api: api)
+        } catch let error as WebInputError {
+            return Self.error(error.status, error.message, api: api)
+        } catch let error as UseCaseError {
+            return Self.error(.serviceUnavailable, error.description, api: api)
+        } catch {
+            logger.error("web: \(request.method) \(path) failed", metadata: ["error": "\(error)"])
+            return Self.error(.internalServerError, "the request failed; nothing was recorded", api: api)
+        }
+    }
+
+    private func route(_ request: Request, peer: WebPeer, path: String, api: Bool) async throws -> Response {
+        let method = request.method
+        // 2. Public: the assets, the API's description, pairing.
+        switch (method, path) {
+        case (.get, "/static/app.css"): return Self.staticAsset(StaticAssets.css, "text/css; charset=utf-8")
+        case (.get, "/static/app.js"): return Self.staticAsset(StaticAssets.js, "text/javascript; charset=utf-8")
+        case (.get, "/api/openapi.json"): return Self.response(.ok, "application/json", OpenAPIDocument.json)
+        case (.get, "/pair"):
+            guard let code = request.uri.queryParameters["code"] else { return Self.html(PairingPage.render(error: nil)) }
+            return pair(code: String(code))
+        case (.post, "/pair"):
+            try checkOrigin(request)
+            let form = try await Self.form(request)
+            return pair(code: form["code"] ?? "")
+        default: break
+        }
+        // 3. Access.
+        let access = access(request, peer: peer)
+        guard access != .none else {
+            if api { return Self.error(.unauthorized, "this browser is not paired: run dosetap web link on the DoseTap machine", api: true) }
+            return Self.html(PairingPage.render(error: nil), status: .unauthorized)
+        }
+        // 4. CSRF on every state change.
+        if method != .get && method != .head {
+            try checkOrigin(request)
+        }
+        switch (method, path) {
+        case (.get, "/"):
+            var headers = HTTPFields()
+            let flash = takeFlash(request, &headers)
+            let status = try doses.status()
+            return Self.html(TonightPage.render(status: status, csrf: csrf(access), flash: flash), headers: headers)
+        case (.get, "/tonight/fragment"):
+            return Self.html(TonightPage.fragment(status: try doses.status(), csrf: csrf(access)))
+        case (.get, "/events"):
+            let version = request.uri.queryParameters["version"].map(String.init)
+            return liveUpdates(csrf: csrf(access), version: version.flatMap { $0.count <= 32 ? $0 : nil })
+        case (.get, "/api/tonight"):
+            return Self.json(try doses.status().json(in: clock.timeZone))
+        case (.get, "/batteries"):
+            guard let batteries else { return Self.error(.notFound, "no batteries here", api: false) }
+            let now = clock.now()
+            return Self.html(BatteriesPage.render(status: batteries.now(), samples: batteries.samples(now.addingTimeInterval(-24 * 3600)),
+                                                  others: batteries.others(), now: now, timeZone: clock.timeZone))
+        case (.get, "/api/batteries"):
+            guard let batteries else { return Self.error(.notFound, "no batteries here", api: true) }
+            guard let status = batteries.now() else { return Self.error(.serviceUnavailable, "the power supplies cannot be read", api: true) }
+            return Self.json(status.json)
+        case (.get, "/history"), (.get, "/history.csv"):
+            let (key, range) = try HistoryPage.range(request.uri.queryParameters["range"])
+            let export = try DoseHistory(store: DataStore(database: doses.repository.database), clock: clock).export(range)
+            if path == "/history" {
+                return Self.html(HistoryPage.render(csv: export.csv, unreadable: export.unreadable.count, selected: key))
+            }
+            var headers = HTTPFields()
+            headers[HTTPField.Name("Content-Disposition")!] = "attachment; filename=\"dosetap-\(key).csv\""
+            return Self.response(.ok, "text/csv; charset=utf-8", export.csv, headers: headers)
+        case (.get, "/api/session"):
+            return Self.json(.object([("csrfToken", .string(csrf(access)))]))
+        case (.post, _) where path.hasPrefix("/tonight/"):
+            let form = try await Self.form(request)
+            try checkCSRF(request, form: form, access: access)
+            let command = try Self.command(String(path.dropFirst("/tonight/".count)), late: form["late"] == "yes", reason: form["reason"])
+            let submission = try doses.submit(command, source: .web)
+            let flash = Self.flash(submission)
+            if request.headers[.accept]?.contains("application/json") == true {
+                let fragment = TonightPage.fragment(status: submission.status, csrf: csrf(access))
+                return Self.json(.object([
+                    ("recorded", .bool(flash.recorded)),
+                    ("announce", .string(TonightPage.renderFlash(flash))),
+                    ("tonight", .string(fragment)),
+                    ("version", .string(TonightPage.version(fragment))),
+                ]))
+            }
+            return try redirect("/", flash: flash)
+        case (.post, _) where path.hasPrefix("/api/dose/"):
+            let body = try await Self.jsonBody(request)
+            try checkCSRF(request, form: [:], access: access)
+            let late: Bool
+            switch body["late"] {
+            case nil: late = false
+            case let value as Bool: late = value
+            default: throw WebInputError(.badRequest, "late must be true or false")
+            }
+            let reason: String?
+            switch body["reason"] {
+            case nil, is NSNull: reason = nil
+            case let value as String: reason = value
+            default: throw WebInputError(.badRequest, "reason must be alert, side-effects or other")
+            }
+            let command = try Self.command(String(path.dropFirst("/api/dose/".count)), late: late, reason: reason)
+            let submission = try doses.submit(command, source: .web)
+            if case .refused = submission.outcome { return Self.json(submission.json(in: clock.timeZone), status: .conflict) }
+            return Self.json(submission.json(in: clock.timeZone))
+        default:
+            if path == "/alarms" || path.hasPrefix("/alarms/") || path == "/api/alarms" || path.hasPrefix("/api/alarms/") {
+                return try await alarmRoute(request, method: method, path: path, access: access, api: api)
+            }
+            return Self.error(.notFound, "no such page: \(path)", api: api)
+        }
+    }
+
+    /// Flash cookie read once by the next page.
+    func takeFlash(_ request: Request, _ headers: inout HTTPFields) -> Flash? {
+        guard let raw = request.cookies[Self.flashCookie]?.value, let bytes = Base64URL.decode(raw) else { return nil }
+        headers.append(HTTPField(name: .setCookie, value: "\(Self.flashCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"))
+        return try? JSONDecoder().decode(Flash.self, from: Data(bytes))
+    }
+
+    func redirect(_ location: String, flash: Flash) throws -> Response {
+        let encoded = Base64URL.encode(Array(try JSONEncoder().encode(flash)))
+        return Self.redirect(location, cookies: ["\(Self.flashCookie)=\(encoded); Path=/; Max-Age=60; HttpOnly; SameSite=Strict"])
+    }
+
+    /// The Alarms page and `/api/alarms`: the alarm use cases of the command line (`dosetap alarm …`).
+    private func alarmRoute(_ request: Request, method: HTTPRequest.Method, path: String, access: Access, api: Bool) async throws -> Response {
+        guard let alarms else { return Self.error(.notFound, "no alarms here", api: api) }
+        let parts = path.split(separator: "/").map(String.init)
+        // A use case's "no", in one line: a 400 (API) or the page's message.
+        func attempt(_ body: () throws -> String) throws -> Response {
+            do {
+                let message = try body()
+                return try redirect("/alarms", flash: Flash(recorded: true, message: message, verb: "saved"))
+            } catch let error as UseCaseError {
+                return try redirect("/alarms", flash: Flash(recorded: false, message: error.description, verb: "saved"))
+            }
+        }
+        func id(_ text: String) throws -> Int {
+            guard let id = Int(text), id > 0, text.count < 10 else {
+                throw WebInputError(.notFound, "no alarm '\(DisplayText.escaped(text, maxLength: 20))'")
+            }
+            return id
+        }
+        func apiAnswer(_ body: () throws -> JSON) -> Response {
+            do { return Self.json(try body()) } catch let error as UseCaseError {
+                return Self.error(error.description.hasPrefix("no alarm") ? .notFound : .badRequest, error.description, api: true)
+            } catch {
+                return Self.error(.badRequest, "\(error)", api: true)
+            }
+        }
+        switch (method, parts.count) {
+        case (.get, 1) where parts[0] == "alarms":
+            var headers = HTTPFields()
+            let flash = takeFlash(request, &headers)
+            let (views, unusable) = try alarms.list()
+            let unusableLines = unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" }
+            return Self.html(AlarmsPage.render(alarms: views, unusable: unusableLines, wakeProblem: wakeProblem(),
+                                               timeZone: clock.timeZone, csrf: csrf(access), flash: flash), headers: headers)
+        case (.post, _) where parts[0] == "alarms":
+            let form = try await Self.form(request)
+            try checkCSRF(request, form: form, access: access)
+            func fields() -> AlarmUseCases.Fields {
+                AlarmUseCases.Fields(time: form["time"].flatMap { $0.isEmpty ? nil : $0 }, label: form["label"].flatMap { $0.isEmpty ? nil : $0 },
+                                     repetition: form["repeat"].flatMap { $0.isEmpty ? nil : $0 })
+            }
+            if parts.count == 2, parts[1] == "add" {
+                return try attempt { "alarm \(try alarms.add(fields()).alarm.time) added" }
+            }
+            guard parts.count == 3 else { break }
+            let alarmID = try id(parts[1])
+            switch parts[2] {
+            case "edit": return try attempt { "alarm \(try alarms.edit(id: alarmID, fields()).alarm.time) saved" }
+            case "enable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, true).alarm.time) turned on" }
+            case "disable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, false).alarm.time) turned off" }
+            case "delete":
+                guard form["confirm"] == "yes" else { throw WebInputError(.badRequest, "deleting an alarm needs confirm=yes") }
+                return try attempt { "alarm \(try alarms.remove(id: alarmID).time) deleted" }
+            default: break
+            }
+        case (.get, 2) where parts[1] == "alarms":
+            let (views, _) = try alarms.list()
+            return Self.json(.object([("alarms", .array(views.map { $0.json(in: clock.timeZone) }))]))
+        case (.post, 2) where parts[1] == "alarms", (.patch, 3) where parts[1] == "alarms":
+            let body = try await Self.jsonBody(request)
+            try checkCSRF(request, form: [:], access: access)
+            func text(_ key: String) throws -> String? {
+                switch body[key] {
+                case nil, is NSNull: return nil
+                case let value as String: return value
+                default: throw WebInputError(.badRequest, "\(key) must be a string")
+                }
+            }
+            let enabled: Bool?
+            switch body["enabled"] {
+            case nil, is NSNull: enabled = nil
+            case let value as Bool: enabled = value
+            default: throw WebInputError(.badRequest, "enabled must be true or false")
+            }
+            let fields = AlarmUseCases.Fields(time: try text("time"), label: try text("label"), repetition: try text("repeat"), enabled: enabled)
+            if parts.count == 2 { return apiAnswer { try alarms.add(fields).json(in: clock.timeZone) } }
+            let alarmID = try id(parts[2])
+            return apiAnswer { try alarms.edit(id: alarmID, fields).json(in: clock.timeZone) }
+        case (.delete, 3) where parts[1] == "alarms":
+            try checkCSRF(request, form: [:], access: access)
+            let alarmID = try id(parts[2])
+            return apiAnswer { _ = try alarms.remove(id: alarmID); return .object([("deleted", .int(alarmID))]) }
+        default: break
+        }
+        return Self.error(.notFound, "no such page: \(path)", api: api)
+    }
+
+    private static func staticAsset(_ text: String, _ type: String) -> Response {
+        var headers = HTTPFields()
+        headers[.cacheControl] = "max-age=3600"
+        return response(.ok, type, text, headers: headers)
+    }
+
+    func csrf(_ access: Access) -> String { access.csrfKey.map(tokens.csrfToken(for:)) ?? "" }
+
+    private func pair(code: String) -> Response {
+        do {
+            let session = try desk.redeem(code.trimmingCharacters(in: .whitespaces), now: clock.now())
+            logger.notice("web: a browser was paired")
+            return Self.redirect("/", cookies: [sessionCookie(session)])
+        } catch {
+            return Self.html(PairingPage.render(error: error.description), status: .forbidden)
+        }
+    }
+
+    /// A request from another site's page (a browser says so in `Origin`) is refused, paired or not.
+    private func checkOrigin(_ request: Request) throws {
+        guard let origin = request.headers[.origin] else { return }
+        // HTTP/1.1 keeps the Host header as a header (HTTP/2 would give :authority).
+        let host = request.headers[HTTPField.Name("Host")!] ?? request.head.authority ?? ""
+        guard origin == "http://\(host)" || origin == "https://\(host)" else {
+            throw WebInputError(.forbidden, "cross-site request refused")
+        }
+    }
+
+    private func checkCSRF(_ request: Request, form: [String: String], access: Access) throws {
+        if case .local = access { return }
+        guard let key = access.csrfKey,
+              tokens.csrfValid(request.headers[HTTPField.Name("X-CSRF-Token")!] ?? form["csrf"], for: key) else {
+            throw WebInputError(.forbidden, "missing or wrong CSRF token: reload the page and try again")
+        }
+    }
+
+    static func command(_ name: String, late: Bool, reason: String?) throws -> DoseCommand {
+        switch name {
+        case "take": return .take(confirmLate: late)
+        case "snooze": return .snooze
+        case "undo": return .undo
+        case "skip":
+            guard let reason, !reason.isEmpty else { return .skip(nil) }
+            guard let parsed = SkipReason(rawValue: reason), SkipReason.userChoices.contains(parsed) else {
+                throw WebInputError(.badRequest, "reason must be alert, side-effects or other (not '\(DisplayText.escaped(reason, maxLength: 40))')")
+            }
+            return .skip(parsed)
+        default:
+            throw WebInputError(.notFound, "no such action: \(DisplayText.escaped(name, maxLength: 40))")
+        }
+    }
+
+    static func flash(_ submission: DoseSubmission) -> Flash {
+        switch submission.outcome {
+        case .recorded(_, let confirmation, _): Flash(recorded: true, message: confirmation, nudge: submission.nudge)
+        case .refused(let refusal, _): Flash(recorded: false, message: refusal.message)
+        }
+    }
+
+    static func body(_ request: Request) async throws -> ByteBuffer {
+        var request = request
+        do {
+            return try await request.collectBody(upTo: maxBody)
+        } catch {
+            throw WebInputError(.contentTooLarge, "the request body is larger than \(maxBody / 1024) KiB")
+        }
+    }
+
+    /// An `application/x-www-form-urlencoded` body.
+    static func form(_ request: Request) async throws -> [String: String] {
+        let buffer = try await body(request)
+        return FormDecoding.fields(String(buffer: buffer))
+    }
+
+    /// A JSON object body (empty means `{}`).
+    static func jsonBody(_ request: Request) async throws -> [String: Any] {
+        let buffer = try await body(request)
+        guard buffer.readableBytes > 0 else { return [:] }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)), let fields = object as? [String: Any] else {
+            throw WebInputError(.badRequest, "the body must be a JSON object such as {\"reason\": \"alert\"}")
+        }
+        return fields
+    }
+}
+
+extension DoseSubmission {
+    var status: NightStatus {
+        switch outcome {
+        case .recorded(_, _, let status), .refused(_, let status): status
+        }
+    }
+}
+
+/// Bad input, as a status and one line.
+struct WebInputError: Error {
+    var status: HTTPResponse.Status
+    var message: String
+    init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+}
+
+enum FormDecoding {
+    static func fields(_ text: String) -> [String: String] {
+        var out: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(parts[0]) else { continue }
+            let value = parts.count > 1 ? decode(parts[1]) : ""
+            if let value, out[name] == nil { out[name] = value }
+        }
+        return out
+    }
+
+    static func decode(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}
+
+struct DashboardResponder: HTTPResponder {
+    typealias Context = WebContext
+    let dashboard: WebDashboard
+
+    func respond(to request: Request, context: WebContext) async throws -> Response {
+        let peer: WebPeer = if let channel = context.channel { await WebPeer.of(channel) } else { .tcp(address: "unknown") }
+        return await dashboard.respond(to: request, peer: peer)
+    }
+}

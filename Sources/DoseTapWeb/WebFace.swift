@@ -1,0 +1,182 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapStore
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The dashboard as a face of the agent: one Hummingbird application per listener — the Unix socket
+/// `$XDG_RUNTIME_DIR/dosetap/web.sock` and every `[web] listen` address (127.0.0.1:8765 by default) —
+/// each a service of the agent's ServiceGroup.
+public enum WebFace {
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// `$XDG_RUNTIME_DIR/dosetap/web.sock`, or nil without a runtime directory.
+    public static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
+        return runtime + "/dosetap/web.sock"
+    }
+
+    /// The face for `Agent.run(faces:)`.
+    public static let face: AgentFace = { context in
+        let secret: WebSecret
+        do {
+            secret = try WebSecret.loadOrCreate(dataDirectory: context.paths.dataDirectory)
+        } catch {
+            throw StartError(description: "web dashboard disabled: \(error)")
+        }
+        let dataDirectory = context.paths.dataDirectory
+        let dashboard = WebDashboard(doses: context.doses, events: context.events, clock: context.clock, secret: secret,
+                                     logger: context.logger, databaseChanges: context.databaseChanges, alarms: context.alarms,
+                                     wakeProblem: { WakeCheck.problem(dataDirectory: dataDirectory)?.message },
+                                     batteries: batteries(context))
+        return try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(), logger: context.logger)
+    }
+
+    static func batteries(_ context: AgentContext) -> WebBatteries {
+        let repository = BatterySampleRepository(database: context.database)
+        return WebBatteries(
+            now: context.battery,
+            samples: { (try? repository.samples(since: $0)) ?? [] },
+            others: { ((try? repository.latestLevels()) ?? [:]).map { (source: $0.key, level: $0.value.level, at: $0.value.at) } })
+    }
+
+    public static func services(dashboard: WebDashboard, listen: [WebListenAddress], socketPath: String?, logger: Logger,
+                                onListening: @escaping @Sendable (String) -> Void = { _ in }) throws -> [any Service] {
+        var services: [any Service] = []
+        if let socketPath {
+            do {
+                try prepareSocket(socketPath)
+                services.append(listener(dashboard: dashboard, address: .unixDomainSocket(path: socketPath), name: socketPath,
+                                         logger: logger, onListening: { _ in
+                                             chmod(socketPath, 0o600)
+                                             onListening(socketPath)
+                                         }))
+            } catch {
+                logger.error("web dashboard: no Unix socket: \(error)")
+            }
+        } else {
+            logger.notice("web dashboard: no XDG_RUNTIME_DIR, so no Unix socket (TCP only, pairing needed)")
+        }
+        for address in listen {
+            if address.isWildcard {
+                logger.notice("web dashboard: listening on every interface (\(address)): anyone on the network can reach the pairing page; only paired browsers get in")
+            }
+            services.append(listener(dashboard: dashboard, address: .hostname(address.host, port: address.port),
+                                     name: address.description, logger: logger, onListening: onListening))
+        }
+        return services
+    }
+
+    static func listener(dashboard: WebDashboard, address: BindAddress, name: String, logger: Logger,
+                         onListening: @escaping @Sendable (String) -> Void) -> any Service {
+        Listener(dashboard: dashboard, address: address, name: name, logger: logger, onListening: onListening)
+    }
+
+    /// One listener: HummingbirdCore's HTTP/1.1 server with the dashboard's responder. Not Hummingbird's
+    /// `Application`: that one runs a date cache that wakes the process every second, forever — an idle
+    /// agent guarding a battery must not (the Date header is made per response instead). A listener that
+    /// cannot bind (the port is taken) is logged, and the agent goes on without it.
+    struct Listener: Service {
+        let dashboard: WebDashboard
+        let address: BindAddress
+        let name: String
+        let logger: Logger
+        let onListening: @Sendable (String) -> Void
+
+        func run() async throws {
+            var quiet = logger
+            quiet[metadataKey: "listener"] = "\(name)"
+            let requestLogger = quiet
+            let responder = DashboardResponder(dashboard: dashboard)
+            let logger = self.logger
+            let name = self.name
+            let onListening = self.onListening
+            do {
+                let server = try HTTPServerBuilder.http1().buildServer(
+                    configuration: ServerConfiguration(address: address),
+                    eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                    logger: quiet,
+                    responder: { request, writer, channel in
+                        let context = WebContext(source: ApplicationRequestContextSource(channel: channel, logger: requestLogger))
+                        var response: Response
+                        do {
+                            response = try await responder.respond(to: request, context: context)
+                        } catch {
+                            response = WebDashboard.error(.internalServerError, "the request failed", api: true)
+                        }
+                        response.headers[.date] = HTTPDate.now()
+                        try await writer.write(response: response.head, body: response.body)
+                    },
+                    onServerRunning: { channel in
+                        logger.info("web dashboard listening", metadata: ["address": "\(name)"])
+                        if let local = channel.localAddress, let port = local.port {
+                            onListening("\(local.ipAddress ?? ""):\(port)")
+                        } else {
+                            onListening(name)
+                        }
+                    })
+                try await server.run()
+            } catch {
+                guard !Task.isCancelled else { return }
+                logger.error("web dashboard: cannot listen on \(name): \(error)")
+                try? await gracefulShutdown()
+            }
+        }
+    }
+
+    /// The socket's folder (0700, ours), and no stale socket: one left by an agent that died is removed;
+    /// one that answers belongs to a running agent.
+    static func prepareSocket(_ path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw StartError(description: "cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
+            throw StartError(description: "\(directory) is not a folder of ours")
+        }
+        chmod(directory, 0o700)
+        guard path.utf8.count < 108 else { throw StartError(description: "\(path) is too long for a Unix socket") }
+        guard lstat(path, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFSOCK else { throw StartError(description: "\(path) exists and is not a socket") }
+        if socketAnswers(path) { throw StartError(description: "\(path) is in use (another agent is running)") }
+        unlink(path)
+    }
+
+    static func socketAnswers(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = byte }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        }
+    }
+}
+
+/// The HTTP Date header (RFC 9110 IMF-fixdate) of now.
+enum HTTPDate {
+    static func now() -> String {
+        var t = time(nil)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return String(format: "%@, %02d %@ %04d %02d:%02d:%02d GMT", days[Int(parts.tm_wday)], parts.tm_mday, months[Int(parts.tm_mon)],
+                      Int(parts.tm_year) + 1900, parts.tm_hour, parts.tm_min, parts.tm_sec)
+    }
+}

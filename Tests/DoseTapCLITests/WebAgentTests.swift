@@ -1,0 +1,96 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Subprocess
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A reader of the dashboard's live stream over its Unix socket (the agent's own uid: no pairing).
+final class UnixStreamReader {
+    let fd: Int32
+    private(set) var received = ""
+
+    init(path: String, request: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    deinit { close(fd) }
+
+    /// Reads until `text` has arrived (after `from` characters of what came before), or the deadline.
+    func wait(for text: String, after from: Int = 0, timeout: Double) -> Double? {
+        let start = Date()
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        while true {
+            if received.count > from, received.dropFirst(from).contains(text) { return Date().timeIntervalSince(start) }
+            let left = timeout - Date().timeIntervalSince(start)
+            guard left > 0 else { return nil }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(left * 1000)) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { return nil }
+            received += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+    }
+}
+
+@Suite("The dashboard in the running agent")
+struct WebAgentTests {
+    static let shelly = "A4:C1:38:8D:18:B2"
+
+    @Test("a press of a BLE button on the mock BlueZ appears on the live page (server-sent events) within a second")
+    func buttonPressLive() async throws {
+        let cli = try CLI()
+        #expect(try await cli.run(["button", "add", Self.shelly, "--kind", "bthome", "--name", "bedside"]).exitCode == 0)
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try cli.writeConfig("[web]\nlisten = []\n") // the socket only: no TCP port to share with other tests
+        let socket = runtime.appendingPathComponent("dosetap/web.sock").path
+        let log = LineBuffer()
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { system in
+            let bluez = try DBusConnection(bus: .address(system.address))
+            try await bluez.addMockBlueZDevice(Self.shelly, alias: "SBBT-002C")
+            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+            let result = try await Subprocess.run(
+                exe, arguments: Arguments(argv),
+                environment: cli.environment(extra: ["DBUS_SYSTEM_BUS_ADDRESS": system.address, "XDG_RUNTIME_DIR": runtime.path,
+                                                     "DOSETAP_AUDIO_DEVICE": "null"]),
+                input: .none, output: .discarded, error: .sequence
+            ) { execution in
+                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                #expect(await log.wait(for: "listening to BlueZ", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+                #expect(await log.wait(for: "web dashboard listening", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+                let stream = try UnixStreamReader(path: socket, request: "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                #expect(stream.wait(for: "Take Dose 1", timeout: 10) != nil, "\(stream.received)")
+                let before = stream.received.count
+                try await bluez.sendBTHome(Self.shelly, [0x40, 0x00, 0x07, 0x3A, 0x01])
+                let seconds = stream.wait(for: "<dt>Dose 1</dt>", after: before, timeout: 5)
+                #expect(seconds != nil && seconds! < 1.0, "after \(String(describing: seconds)) s: \(stream.received.suffix(500)) \(log.all.joined(separator: "\n"))")
+                #expect(stream.received.dropFirst(before).contains("Take Dose 2"))
+                try execution.send(signal: .terminate)
+                _ = try? await reader.value
+            }
+            // SIGTERM with the live stream still open: the agent stops, cleanly.
+            #expect(result.terminationStatus == .exited(0))
+        }
+        let events = try DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory)).readAll().events
+        #expect(events.map(\.source) == [.button])
+    }
+}

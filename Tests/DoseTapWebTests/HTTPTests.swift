@@ -1,0 +1,447 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapStore
+import DoseTapTesting
+@testable import DoseTapWeb
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import InMemoryLogging
+import Logging
+import NIOCore
+import Testing
+
+/// A dashboard over a fresh data folder, with the fake clock.
+struct WebFixture {
+    let dashboard: WebDashboard
+    let clock: FakeClock
+    let doses: DoseUseCases
+    let events: EventBus
+    let tokens: WebTokens
+
+    /// 34 % at 8 %/h on battery.
+    static let draining = BatteryStatus(state: PowerState(raw: [.battery(capacity: 34, energyNowWh: 17, energyFullWh: 50, powerW: 4),
+                                                              .mains(online: false)]),
+                                        drain: DrainEstimate(percentPerHour: 8, source: .hardware))
+
+    let logs = InMemoryLogHandler()
+
+    init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
+        clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
+        events = EventBus()
+        doses = try DoseUseCases.open(store: DataStore(directory: dir), clock: clock, events: events)
+        let alarms = AlarmUseCases(store: DataStore(directory: dir), clock: clock, battery: { battery }, events: events)
+        let secret = WebSecret(bytes: Array(repeating: 3, count: 32))
+        tokens = WebTokens(secret: secret)
+        let start = clock.now()
+        let samples = (0..<48).map { i in
+            BatterySample(at: start.addingTimeInterval(-Double(47 - i) * 1800), level: 90 - Double(i), onAC: false, status: .discharging)
+        }
+        let logs = self.logs
+        dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test") { _ in logs },
+                                 alarms: alarms, wakeProblem: { wakeProblem },
+                                 batteries: WebBatteries(now: { battery }, samples: { since in samples.filter { $0.at >= since } },
+                                                         others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }))
+    }
+
+    var application: some ApplicationProtocol {
+        Application(responder: dashboard.responder, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    }
+
+    /// Pairs through /pair?code= and returns the session cookie and its CSRF token.
+    func pair(_ client: some TestClientProtocol) async throws -> (cookie: String, csrf: String) {
+        let code = tokens.pairingCode(now: clock.now())
+        let response = try await client.execute(uri: "/pair?code=\(code)", method: .get)
+        #expect(response.status == .seeOther)
+        let setCookie = try #require(response.headers[.setCookie])
+        #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict"))
+        let cookie = String(setCookie.split(separator: ";")[0])
+        var headers = HTTPFields()
+        headers[.cookie] = cookie
+        let session = try await client.execute(uri: "/api/session", method: .get, headers: headers)
+        let csrf = try #require(try JSONSerialization.jsonObject(with: Data(session.body.readableBytesView)) as? [String: String])["csrfToken"]!
+        return (cookie, csrf)
+    }
+}
+
+func headers(_ cookie: String?, csrf: String? = nil, json: Bool = false, extra: [(HTTPField.Name, String)] = []) -> HTTPFields {
+    var fields = HTTPFields()
+    if let cookie { fields[.cookie] = cookie }
+    if let csrf { fields[HTTPField.Name("X-CSRF-Token")!] = csrf }
+    if json { fields[.contentType] = "application/json" }
+    for (name, value) in extra { fields[name] = value }
+    return fields
+}
+
+extension TestResponse {
+    var text: String { String(buffer: body) }
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]) ?? [:] }
+}
+
+@Suite("Web routes: access, CSRF, the dose use case, bad input")
+struct HTTPTests {
+    @Test("no session: the pages answer with the pairing page, the API with 401, nothing else leaks")
+    func unpaired() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let page = try await client.execute(uri: "/", method: .get)
+            #expect(page.status == .unauthorized)
+            #expect(page.text.contains("Pair this browser") && page.text.contains("dosetap web link"))
+            let api = try await client.execute(uri: "/api/tonight", method: .get)
+            #expect(api.status == .unauthorized)
+            #expect((api.json["error"] as? String)?.contains("not paired") == true)
+            let post = try await client.execute(uri: "/api/dose/take", method: .post)
+            #expect(post.status == .unauthorized)
+            let forged = try await client.execute(uri: "/api/tonight", method: .get, headers: headers("dosetap_session=AAAA"))
+            #expect(forged.status == .unauthorized)
+            let events = try await client.execute(uri: "/events", method: .get)
+            #expect(events.status == .unauthorized)
+        }
+        #expect(try f.doses.status().phase == .idle)
+    }
+
+    @Test("pairing: a good code sets the cookie once; a used or expired code gets the pairing page with the reason")
+    func pairing() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let code = f.tokens.pairingCode(now: f.clock.now())
+            let first = try await client.execute(uri: "/pair?code=\(code)", method: .get)
+            #expect(first.status == .seeOther && first.headers[.location] == "/")
+            let again = try await client.execute(uri: "/pair?code=\(code)", method: .get)
+            #expect(again.status == .forbidden && again.text.contains("already used"))
+            let old = f.tokens.pairingCode(now: f.clock.now())
+            f.clock.advance(by: 600)
+            let expired = try await client.execute(uri: "/pair?code=\(old)", method: .get)
+            #expect(expired.status == .forbidden && expired.text.contains("expired"))
+            // The form: POST /pair with the code typed in.
+            var h = HTTPFields()
+            h[.contentType] = "application/x-www-form-urlencoded"
+            let typed = try await client.execute(uri: "/pair", method: .post, headers: h,
+                                                 body: ByteBuffer(string: "code=\(f.tokens.pairingCode(now: f.clock.now()))"))
+            #expect(typed.status == .seeOther && typed.headers[.setCookie] != nil)
+        }
+    }
+
+    @Test("Tonight: a form post without the CSRF token is refused and records nothing; with it, Dose 1 is recorded from the web")
+    func csrfAndTake() async throws {
+        let f = try WebFixture()
+        let stream = f.events.subscribe()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let page = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok && page.text.contains("Take Dose 1") && page.text.contains(csrf))
+            #expect(page.headers[.contentSecurityPolicy]?.contains("default-src 'self'") == true)
+            var form = headers(cookie)
+            form[.contentType] = "application/x-www-form-urlencoded"
+            let refused = try await client.execute(uri: "/tonight/take", method: .post, headers: form, body: ByteBuffer(string: "csrf=wrong"))
+            #expect(refused.status == .forbidden && refused.text.contains("CSRF"))
+            let missing = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie))
+            #expect(missing.status == .forbidden)
+            #expect(try f.doses.status().phase == .idle)
+            let taken = try await client.execute(uri: "/tonight/take", method: .post, headers: form, body: ByteBuffer(string: "csrf=\(csrf)"))
+            #expect(taken.status == .seeOther)
+            let flash = try #require(taken.headers[.setCookie])
+            let after = try await client.execute(uri: "/", method: .get, headers: headers(cookie + "; " + String(flash.split(separator: ";")[0])))
+            #expect(after.text.contains("Recorded:") && after.text.contains("Dose 1 taken at 14:13"))
+            #expect(after.text.contains("Window opens") && after.text.contains("Take Dose 2"))
+        }
+        #expect(try f.doses.status().phase == .waiting)
+        let events = await drainedEvents(f.events, stream)
+        guard case .doseRecorded(let event, _, _, _)? = events.first else { Issue.record("no dose event"); return }
+        #expect(event.source == .web)
+    }
+
+    @Test("the JSON API gives the command line's answers and refusals, word for word")
+    func api() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let take = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(take.status == .ok && take.json["recorded"] as? Bool == true)
+            #expect((take.json["event"] as? [String: Any])?["source"] as? String == "web")
+            f.clock.advance(by: 60)
+            let early = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(early.status == .conflict)
+            let refusal = early.json["refusal"] as? [String: Any]
+            #expect(refusal?["code"] as? String == "too-early")
+            #expect(refusal?["message"] as? String == "Too early for Dose 2: the window opens at 16:43 (in 149 min)")
+            let snooze = try await client.execute(uri: "/api/dose/snooze", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(snooze.status == .ok && (snooze.json["message"] as? String)?.hasPrefix("Reminder snoozed to") == true)
+            let bad = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"reason": "bored\u001b[31m"}"#))
+            #expect(bad.status == .badRequest)
+            let line = bad.json["error"] as? String ?? ""
+            #expect(line.contains("reason must be alert, side-effects or other") && !line.contains("\u{1b}"))
+            let notJSON = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: "[1,2"))
+            #expect(notJSON.status == .badRequest)
+            let lateType = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                    body: ByteBuffer(string: #"{"late": "yes"}"#))
+            #expect(lateType.status == .badRequest)
+            let skip = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                body: ByteBuffer(string: #"{"reason": "side-effects"}"#))
+            #expect(skip.status == .ok && skip.json["message"] as? String == "Dose 2 skipped (Side effects).")
+            let tonight = try await client.execute(uri: "/api/tonight", method: .get, headers: headers(cookie))
+            #expect(tonight.json["phase"] as? String == "skipped")
+            let big = try await client.execute(uri: "/api/dose/undo", method: .post, headers: headers(cookie, csrf: csrf),
+                                               body: ByteBuffer(string: String(repeating: "x", count: 20_000)))
+            #expect(big.status == .contentTooLarge)
+            let unknown = try await client.execute(uri: "/api/dose/eat", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(unknown.status == .notFound)
+            let nowhere = try await client.execute(uri: "/nowhere", method: .get, headers: headers(cookie))
+            #expect(nowhere.status == .notFound)
+        }
+    }
+
+    @Test("a request from another site is refused even with a session and a token")
+    func crossOrigin() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let response = try await client.execute(uri: "/api/dose/take", method: .post,
+                                                    headers: headers(cookie, csrf: csrf, extra: [(.origin, "http://evil.example")]))
+            #expect(response.status == .forbidden)
+            // The browser's own origin (Host names the same place) is accepted.
+            let same = try await client.execute(uri: "/api/dose/take", method: .post,
+                                                headers: headers(cookie, csrf: csrf, extra: [(.origin, "http://127.0.0.1:8765"),
+                                                                                               (HTTPField.Name("Host")!, "127.0.0.1:8765")]))
+            #expect(same.status == .ok)
+        }
+        #expect(try f.doses.status().phase == .waiting)
+    }
+
+    @Test("the rate limit over HTTP: past 200 in a minute the client gets 429 with Retry-After, logged once")
+    func rateLimited() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            for _ in 0..<60 {
+                let r = try await client.execute(uri: "/static/app.css", method: .get)
+                #expect(r.status == .ok)
+            }
+            // The 61st waits on the scheduling port (the fake clock) for its turn, one second later.
+            async let queued = client.execute(uri: "/static/app.css", method: .get)
+            await f.clock.waitForSleepers(1)
+            f.clock.advance(by: 1)
+            #expect(try await queued.status == .ok)
+            // 139 more within the minute (the router test client has no address: one client, "unknown").
+            f.dashboard.limiter.withLock { limiter in
+                for _ in 0..<139 { _ = limiter.admit("unknown", at: f.clock.now()) }
+            }
+            let refused = try await client.execute(uri: "/api/openapi.json", method: .get)
+            #expect(refused.status == .tooManyRequests)
+            #expect(refused.headers[.retryAfter] == "300")
+            f.clock.advance(by: 10)
+            let again = try await client.execute(uri: "/", method: .get)
+            #expect(again.status == .tooManyRequests && again.headers[.retryAfter] == "290")
+            // Logged once, when the refusal started; not for every refused request.
+            #expect(f.logs.entries.filter { $0.message.description.contains("refusing") }.count == 1)
+        }
+    }
+
+    @Test("assets and the API document come from the binary; nothing from another host")
+    func assets() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            for path in ["/static/app.css", "/static/app.js", "/pair"] {
+                let r = try await client.execute(uri: path, method: .get)
+                #expect(r.status == .ok)
+                #expect(!r.text.contains("//cdn") && !r.text.contains("https://"))
+            }
+            let doc = try await client.execute(uri: "/api/openapi.json", method: .get)
+            #expect(doc.status == .ok)
+            let paths = (doc.json["paths"] as? [String: Any])?.keys.sorted() ?? []
+            #expect(paths.contains("/api/dose/take") && paths.contains("/api/tonight") && paths.contains("/events"))
+        }
+    }
+
+    @Test("text is HTML-escaped with control characters made visible")
+    func escaping() {
+        #expect(HTML.escape("<b onclick='x'>\u{1b}[31m&") == "&lt;b onclick=&#39;x&#39;&gt;\\x1b[31m&amp;")
+    }
+}
+
+@Suite("Web: the Alarms page and /api/alarms")
+struct AlarmRouteTests {
+    func form(_ cookie: String) -> HTTPFields {
+        var h = headers(cookie)
+        h[.contentType] = "application/x-www-form-urlencoded"
+        return h
+    }
+
+    @Test("add, turn on and off, edit, delete with confirmation; a bad time is the use case's one line; text is escaped")
+    func pageActions() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let empty = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie))
+            #expect(empty.status == .ok && empty.text.contains("No alarms yet"))
+            let add = try await client.execute(uri: "/alarms/add", method: .post, headers: form(cookie),
+                                               body: ByteBuffer(string: "csrf=\(csrf)&time=06%3A30&label=%3Cb%3EWork%3C%2Fb%3E&repeat=daily"))
+            #expect(add.status == .seeOther && add.headers[.location] == "/alarms")
+            let flash = String(try #require(add.headers[.setCookie]).split(separator: ";")[0])
+            let page = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie + "; " + flash))
+            #expect(page.text.contains("Saved:") && page.text.contains("alarm 06:30 added"))
+            #expect(page.text.contains("&lt;b&gt;Work&lt;/b&gt;") && !page.text.contains("<b>Work"))
+            #expect(page.text.contains("Every day · On · Next: "))
+            let bad = try await client.execute(uri: "/alarms/add", method: .post, headers: form(cookie),
+                                               body: ByteBuffer(string: "csrf=\(csrf)&time=25%3A00"))
+            let badFlash = String(try #require(bad.headers[.setCookie]).split(separator: ";")[0])
+            let refused = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie + "; " + badFlash))
+            #expect(refused.text.contains("Not saved:") && refused.text.contains("25:00"))
+            let noCSRF = try await client.execute(uri: "/alarms/1/disable", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=x"))
+            #expect(noCSRF.status == .forbidden)
+            _ = try await client.execute(uri: "/alarms/1/disable", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)"))
+            let off = try await client.execute(uri: "/api/alarms", method: .get, headers: headers(cookie))
+            let first = (off.json["alarms"] as? [[String: Any]])?.first
+            #expect(first?["enabled"] as? Bool == false)
+            _ = try await client.execute(uri: "/alarms/1/edit", method: .post, headers: form(cookie),
+                                         body: ByteBuffer(string: "csrf=\(csrf)&time=07%3A15&label=Gym&repeat=sun%2Csat"))
+            let edited = try await client.execute(uri: "/api/alarms", method: .get, headers: headers(cookie))
+            let e = (edited.json["alarms"] as? [[String: Any]])?.first
+            let weekends = try AlarmRepeat(parsing: "sat,sun").description
+            #expect(e?["time"] as? String == "07:15" && e?["label"] as? String == "Gym" && e?["repeat"] as? String == weekends)
+            let unconfirmed = try await client.execute(uri: "/alarms/1/delete", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)"))
+            #expect(unconfirmed.status == .badRequest)
+            _ = try await client.execute(uri: "/alarms/1/delete", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)&confirm=yes"))
+            let gone = try await client.execute(uri: "/api/alarms", method: .get, headers: headers(cookie))
+            #expect((gone.json["alarms"] as? [Any])?.isEmpty == true)
+            let unknown = try await client.execute(uri: "/alarms/x1/enable", method: .post, headers: form(cookie), body: ByteBuffer(string: "csrf=\(csrf)"))
+            #expect(unknown.status == .notFound)
+        }
+    }
+
+    @Test("an alarm the battery will not last to has the red card with its words; the wake warning is shown")
+    func nudgeCard() async throws {
+        let f = try WebFixture(battery: WebFixture.draining, wakeProblem: "This machine may sleep through the alarm: no RTC. Fix: none")
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let add = try await client.execute(uri: "/api/alarms", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"time": "23:00", "label": "Late"}"#))
+            #expect(add.status == .ok)
+            #expect((add.json["nudge"] as? [String: Any])?["header"] as? String == "Alarm at Risk")
+            let page = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie))
+            #expect(page.text.contains("<div class=\"nudge critical\"><p class=\"nudge-header\"><strong>Alarm at Risk</strong>"))
+            #expect(page.text.contains("Plug in now."))
+            #expect(page.text.contains("This machine may sleep through the alarm: no RTC."))
+            let badType = try await client.execute(uri: "/api/alarms/1", method: .patch, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: #"{"enabled": "no"}"#))
+            #expect(badType.status == .badRequest)
+            let missing = try await client.execute(uri: "/api/alarms/9", method: .patch, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: #"{"enabled": false}"#))
+            #expect(missing.status == .notFound)
+            let off = try await client.execute(uri: "/api/alarms/1", method: .patch, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"enabled": false}"#))
+            #expect(off.status == .ok && off.json["nudge"] is NSNull)
+            let delete = try await client.execute(uri: "/api/alarms/1", method: .delete, headers: headers(cookie, csrf: csrf))
+            #expect(delete.status == .ok)
+        }
+    }
+}
+
+@Suite("Web: the Batteries page")
+struct BatteriesRouteTests {
+    @Test("the battery now, its drain and source, time to empty, the 24-hour chart as SVG with a text summary, button cells escaped")
+    func page() async throws {
+        let f = try WebFixture(battery: WebFixture.draining)
+        try await f.application.test(.router) { client in
+            let (cookie, _) = try await f.pair(client)
+            let page = try await client.execute(uri: "/batteries", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok)
+            let text = page.text
+            #expect(text.contains("<dt>Level</dt><dd>34 %</dd>"))
+            #expect(text.contains("<dt>Drain</dt><dd>8.0 %/h (from the battery&#39;s own rate)</dd>"))
+            #expect(text.contains("<dt>Time to empty</dt><dd>4 h 15 min</dd>"))
+            #expect(text.contains("<svg viewBox=\"0 0 600 200\" role=\"img\"") && text.contains("<polyline points="))
+            #expect(text.contains("From 90 % at 14:43 to 43 % at 14:13; lowest 43 %, highest 90 % (48 readings)."))
+            #expect(text.contains("button:Bedside\\x1b[2J") && !text.contains("\u{1b}"))
+            let api = try await client.execute(uri: "/api/batteries", method: .get, headers: headers(cookie))
+            #expect((api.json["system"] as? [String: Any])?["level"] as? Int == 34)
+        }
+    }
+
+    @Test("no battery: said plainly, not an error")
+    func none() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, _) = try await f.pair(client)
+            let page = try await client.execute(uri: "/batteries", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok && page.text.contains("No system battery found"))
+            let api = try await client.execute(uri: "/api/batteries", method: .get, headers: headers(cookie))
+            #expect(api.status == .serviceUnavailable)
+        }
+    }
+}
+
+@Suite("Web: the History page and its CSV")
+struct HistoryRouteTests {
+    @Test("nights newest first with the export's columns; the CSV is dosetap export csv's; a bad range is a 400 in one line")
+    func history() async throws {
+        let f = try WebFixture()
+        _ = try f.doses.submit(.take(confirmLate: false), source: .cli)
+        f.clock.advance(by: 170 * 60)
+        _ = try f.doses.submit(.take(confirmLate: false), source: .cli)
+        try await f.application.test(.router) { client in
+            let (cookie, _) = try await f.pair(client)
+            let page = try await client.execute(uri: "/history", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok)
+            #expect(page.text.contains("<tr><th scope=\"row\">2026-09-20</th><td>14:13:20</td><td>17:03:20</td><td>170 min</td><td>Yes</td><td>No</td></tr>"))
+            let csv = try await client.execute(uri: "/history.csv?range=all", method: .get, headers: headers(cookie))
+            #expect(csv.headers[.contentType] == "text/csv; charset=utf-8")
+            #expect(csv.headers[HTTPField.Name("Content-Disposition")!] == "attachment; filename=\"dosetap-all.csv\"")
+            #expect(csv.text == "Date,Dose1Time,Dose2Time,Interval,OnTime,Skipped\r\n2026-09-20,14:13:20,17:03:20,170,true,false\r\n")
+            let bad = try await client.execute(uri: "/history?range=7y", method: .get, headers: headers(cookie))
+            #expect(bad.status == .badRequest && bad.text.contains("range must be 30d, 90d or all"))
+            let unpaired = try await client.execute(uri: "/history.csv", method: .get)
+            #expect(unpaired.status == .unauthorized)
+        }
+    }
+
+    @Test("CSV fields: quoted commas and doubled quotes")
+    func csvFields() {
+        #expect(HistoryPage.fields("a,\"b,c\",\"d\"\"e\",") == ["a", "b,c", "d\"e", ""])
+    }
+}
+
+@Suite("Web: live updates (server-sent events)")
+struct LiveUpdateTests {
+    @Test("the stream pokes at once, on a dose event of the agent (a button, a notification), on a database change, and each minute on the scheduling port")
+    func pokes() async throws {
+        let (changes, change) = AsyncStream<Void>.makeStream()
+        let f = try WebFixture(start: Date(timeIntervalSince1970: 1_790_000_000)) // 14:13:20
+        let dashboard = WebDashboard(doses: f.doses, events: f.events, clock: f.clock, secret: WebSecret(bytes: Array(repeating: 1, count: 32)),
+                                     logger: Logger(label: "test"), databaseChanges: { changes })
+        let pokes = dashboard.pokeStream()
+        var it = pokes.stream.makeAsyncIterator()
+        #expect(await it.next() != nil) // at once
+        await f.clock.waitForSleepers(1) // the minute tick waits on the fake clock
+        // A dose recorded by another face of the agent (here the use case, as a button would).
+        while f.events.subscriberCount == 0 { await Task.yield() }
+        _ = try f.doses.submit(.take(confirmLate: false), source: .button)
+        #expect(await it.next() != nil)
+        // Another process wrote the database (the command line).
+        change.yield()
+        #expect(await it.next() != nil)
+        // The next minute (14:14:00).
+        f.clock.set(Date(timeIntervalSince1970: 1_790_000_040))
+        #expect(await it.next() != nil)
+        pokes.stop()
+        #expect(await it.next() == nil)
+    }
+
+    @Test("an event carries the fragment line by line")
+    func format() {
+        #expect(WebDashboard.serverSentEvent("tonight", "<p>a</p>\n<p>b</p>") == "event: tonight\ndata: <p>a</p>\ndata: <p>b</p>\n\n")
+        #expect(WebDashboard.serverSentEvent("tonight", "x", id: "ab12") == "id: ab12\nevent: tonight\ndata: x\n\n")
+        #expect(TonightPage.version("a") == TonightPage.version("a") && TonightPage.version("a") != TonightPage.version("b"))
+        #expect(TonightPage.live("<p>x</p>") == "<div id=\"tonight\" data-version=\"\(TonightPage.version("<p>x</p>"))\"><p>x</p></div>")
+    }
+}
+
+func drainedEvents(_ bus: EventBus, _ stream: AsyncStream<AgentEvent>) async -> [AgentEvent] {
+    bus.finish()
+    var events: [AgentEvent] = []
+    for await event in stream { events.append(event) }
+    return events
+}
