@@ -34,6 +34,10 @@ cleanup() {
   for pid in $(pgrep -f 'mosquitto -c .*/dosetap-broker-' || true); do
     if orphan "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
   done
+  # The scripted HTTP servers of the push and call tests (hw-fixtures/http).
+  for pid in $(pgrep -f 'hw-fixtures/http/scripted-server.py' || true); do
+    if orphan "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  done
   for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
     [[ -e $f ]] || continue
     pid=${f##*_}
