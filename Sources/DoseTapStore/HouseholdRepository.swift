@@ -200,15 +200,20 @@ public struct HouseholdRepository: Sendable {
     }
 
     static func decode(_ row: Row) -> BackupRing? {
-        guard let id = Int64.fromDatabaseValue(row["id"]), let owner = String.fromDatabaseValue(row["owner"]),
-              let alarm = Int.fromDatabaseValue(row["alarm_id"]), let occurrence = Int64.fromDatabaseValue(row["occurrence"]),
-              let target = Int.fromDatabaseValue(row["target"]), let at = Int64.fromDatabaseValue(row["at"]),
-              let label = String.fromDatabaseValue(row["label"]), let time = String.fromDatabaseValue(row["time"]),
-              let started = Double.fromDatabaseValue(row["started_at"]), started.isFinite,
-              let outcome = String.fromDatabaseValue(row["outcome"]).flatMap(AlarmRingOutcome.init(rawValue:)) else { return nil }
-        return BackupRing(id: id, slot: SlotKey(occurrence: OccurrenceKey(owner: owner, alarmID: alarm, at: occurrence), target: target, at: at),
-                          label: label, time: time, startedAt: Date(timeIntervalSince1970: started),
-                          endedAt: Double.fromDatabaseValue(row["ended_at"]).map(Date.init(timeIntervalSince1970:)),
-                          outcome: outcome, endedBy: String.fromDatabaseValue(row["ended_by"]).flatMap(AlarmRingEnder.init(rawValue:)))
+        // Each column through one small typed helper (the optimiser of Swift 6.3 crashed on the inline
+        // `.fromDatabaseValue(row[…])` chains of an earlier version of this function in a release build).
+        func text(_ column: String) -> String? { String.fromDatabaseValue(row[column]) }
+        func integer(_ column: String) -> Int64? { Int64.fromDatabaseValue(row[column]) }
+        func date(_ column: String) -> Date? {
+            guard let seconds = Double.fromDatabaseValue(row[column]), seconds.isFinite else { return nil }
+            return Date(timeIntervalSince1970: seconds)
+        }
+        guard let id = integer("id"), let owner = text("owner"), let alarm = integer("alarm_id"), let occurrence = integer("occurrence"),
+              let target = integer("target"), let at = integer("at"), let label = text("label"), let time = text("time"),
+              let started = date("started_at"), let outcomeText = text("outcome"), let outcome = AlarmRingOutcome(rawValue: outcomeText),
+              let alarmID = Int(exactly: alarm), let targetIndex = Int(exactly: target) else { return nil }
+        let endedBy = text("ended_by").flatMap(AlarmRingEnder.init(rawValue:))
+        return BackupRing(id: id, slot: SlotKey(occurrence: OccurrenceKey(owner: owner, alarmID: alarmID, at: occurrence), target: targetIndex, at: at),
+                          label: label, time: time, startedAt: started, endedAt: date("ended_at"), outcome: outcome, endedBy: endedBy)
     }
 }
