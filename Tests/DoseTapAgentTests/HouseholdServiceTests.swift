@@ -238,4 +238,29 @@ struct HouseholdServiceTests {
             stopAll(h)
         }
     }
+
+    @Test("forged messages are dropped: a Stop from a device not of the household, a Stop of an unknown occurrence, a garbled plan; bedroom-pi still rings, no dose")
+    func forged() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi"])
+            let mallory = try MQTTClient(clientID: "mallory")
+            try await mallory.connect(host: "127.0.0.1", port: broker.port)
+            let topic = HouseholdTopic.slug("Jen's family")
+            let known = OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0))
+            let unknown = OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0) + 7 * 86_400 + 60)
+            try mallory.publish(HouseholdTopic.answer(known, kind: .stop).topic(household: topic),
+                                HouseholdMessage.encode(AnswerMessage(by: "mallory", at: key(0) + 1, target: nil)), retain: true)
+            try mallory.publish(HouseholdTopic.answer(unknown, kind: .stop).topic(household: topic),
+                                HouseholdMessage.encode(AnswerMessage(by: "jen-laptop", at: unknown.at + 1, target: nil)), retain: false)
+            try mallory.publish(HouseholdTopic.plan(owner: "jen-laptop", alarmID: 1).topic(household: topic) + "/x", Array("{".utf8), retain: false)
+            try mallory.publish("dosetap/\(topic)/dose/take", Array("{}".utf8), retain: false)
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring despite the forged Stop") { h.bedroom.rang == [key(2)] }
+            let answers = try HouseholdRepository(database: h.bedroom.database).answers()
+            #expect(answers.isEmpty, "nothing forged was kept: \(answers)")
+            #expect(try DoseRepository(database: h.bedroom.database).count() == 0)
+            mallory.disconnect()
+            stopAll(h)
+        }
+    }
 }
