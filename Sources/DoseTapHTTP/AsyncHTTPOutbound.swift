@@ -3,22 +3,32 @@ import DoseTapCore
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// The outbound HTTP port on async-http-client: one POST, its status and `Retry-After`. Redirects are not
 /// followed (a push or call endpoint that redirects is misconfigured, and a redirect could carry the
 /// credentials elsewhere). The policy's 10 s timeout is enforced by the caller on the scheduling port
 /// (cancelling this task); the client's own deadline is a backstop a little later.
+/// The client (and NIO's event loop threads) is made on the first request: an agent whose alarms have no
+/// push or phone backups never starts them.
 public final class AsyncHTTPOutbound: OutboundHTTP {
-    private let client: HTTPClient
+    private let client = Mutex<HTTPClient?>(nil)
 
-    public init() {
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(12))
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
+    public init() {}
 
     deinit {
-        try? client.syncShutdown()
+        if let client = client.withLock({ $0.take() }) { try? client.syncShutdown() }
+    }
+
+    private var shared: HTTPClient {
+        client.withLock { client in
+            if let client { return client }
+            var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+            configuration.timeout = .init(connect: .seconds(10), read: .seconds(12))
+            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            client = made
+            return made
+        }
     }
 
     public func post(_ request: OutboundRequest) async -> OutboundRetryPolicy.Attempt {
@@ -31,7 +41,7 @@ public final class AsyncHTTPOutbound: OutboundHTTP {
         }
         http.body = .bytes(ByteBuffer(bytes: request.body))
         do {
-            let response = try await client.execute(http, timeout: .seconds(Int64(OutboundRetryPolicy.timeout) + 2))
+            let response = try await shared.execute(http, timeout: .seconds(Int64(OutboundRetryPolicy.timeout) + 2))
             // The body is not needed; it is read (at most 64 KiB) so the connection can be reused.
             _ = try? await response.body.collect(upTo: 64 * 1024)
             return .status(Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
