@@ -141,11 +141,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
     public var isRinging: Bool { state.withLock { $0.ringing != nil } }
 
     public func claimsButtons(at now: Date) -> Bool {
-        state.withLock { s in
-            if s.ringing != nil { return true }
-            guard let ended = s.endedAt else { return false }
-            return now >= ended && now.timeIntervalSince(ended) < AlarmRingRules.buttonGrace
-        }
+        state.withLock { AlarmRingRules.claimsButtons(ringing: $0.ringing != nil, endedAt: $0.endedAt, now: now) }
     }
 
     @discardableResult

@@ -68,11 +68,7 @@ public final class AlarmService: Service, RingingAlarmControl, Sendable, CustomS
     public var currentRing: AlarmRing? { state.withLock { $0.ringing?.ring } }
 
     public func claimsButtons(at now: Date) -> Bool {
-        state.withLock { s in
-            if s.ringing != nil { return true }
-            guard let ended = s.endedAt else { return false }
-            return now >= ended && now.timeIntervalSince(ended) < AlarmRingRules.buttonGrace
-        }
+        state.withLock { AlarmRingRules.claimsButtons(ringing: $0.ringing != nil, endedAt: $0.endedAt, now: now) }
     }
 
     @discardableResult

@@ -79,6 +79,13 @@ public enum AlarmRingRules {
     /// Button presses this soon after a ring ended still belong to the alarm (a second press meant for
     /// Stop): they are ignored, never taken as a dose.
     public static let buttonGrace: TimeInterval = 10
+
+    /// Whether the buttons belong to an alarm at `now`: while one rings, and `buttonGrace` after it ended.
+    public static func claimsButtons(ringing: Bool, endedAt: Date?, now: Date) -> Bool {
+        if ringing { return true }
+        guard let endedAt else { return false }
+        return now >= endedAt && now.timeIntervalSince(endedAt) < buttonGrace
+    }
 }
 
 /// What the agent knows about one alarm to decide when it rings next.
