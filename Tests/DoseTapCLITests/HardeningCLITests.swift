@@ -261,11 +261,11 @@ struct HardeningCLITests {
     @Test("a full disk is one plain sentence naming the file, and nothing is recorded")
     func fullDisk() async throws {
         let cli = try CLI()
-        // A private mount namespace with a 300 kB tmpfs (this needs root, as the test command runs here and in CI).
+        // A private mount namespace with a 1 MB tmpfs (room for a new database with every migration and its WAL) (this needs root, as the test command runs here and in CI).
         let r = try await cli.shell("""
             mkdir -p "$HOME/full"
             unshare -m bash -c '
-              mount -t tmpfs -o size=300k tmpfs "$HOME/full" || exit 99
+              mount -t tmpfs -o size=1m tmpfs "$HOME/full" || exit 99
               "$DOSETAP" dose take --data-dir "$HOME/full/d" > /dev/null || exit 98
               dd if=/dev/zero of="$HOME/full/fill" bs=4k 2> /dev/null
               "$DOSETAP" dose snooze --data-dir "$HOME/full/d"; echo "snooze=$?"
