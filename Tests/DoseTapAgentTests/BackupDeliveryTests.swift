@@ -3,6 +3,7 @@ import DoseTapCore
 import DoseTapHTTP
 import DoseTapTesting
 import Foundation
+import InMemoryLogging
 import Logging
 import Testing
 
@@ -55,9 +56,14 @@ struct BackupDeliveryTests {
         }
     }
 
-    /// Waits until the only sleeper on `clock` waits for `seconds` from now: the policy's pause between attempts.
+    /// Waits until the delivery decided on attempt `attempt` (its log line: the attempt's own timeout sleeper is
+    /// gone by then), and then until the only sleeper on `clock` waits `seconds` from now: the policy's pause.
+    /// (Waiting on the deadline alone is a race: the attempt's timeout can have the same deadline.)
     @discardableResult
-    func pause(_ clock: FakeClock, _ seconds: TimeInterval) async throws -> Date {
+    func pause(_ clock: FakeClock, _ seconds: TimeInterval, after attempt: Int) async throws -> Date {
+        try await until("attempt \(attempt) to be answered") {
+            logs.entries.contains { $0.message.description.contains("trying again") && $0.metadata["attempt"] == "\(attempt)" }
+        }
         let deadline = clock.now().addingTimeInterval(seconds)
         try await until("a pause of \(seconds) s") { clock.deadlines == [deadline] }
         return deadline
@@ -81,8 +87,10 @@ struct BackupDeliveryTests {
         try "tok-123\n".write(to: token, atomically: true, encoding: .utf8)
         return BackupDelivery(http: AsyncHTTPOutbound(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
                               phone: PhoneSettings(url: "http://127.0.0.1:\(port)", account: "AC42", tokenFile: token.path, from: "+15550001111"),
-                              logger: Logger(label: "test"))
+                              logger: Logger(label: "test") { [logs] _ in logs })
     }
+
+    let logs = InMemoryLogHandler()
 
     @Test("503, 503, then 200: tried again after 5 s and after 10 s (not a moment before), sent on the third attempt")
     func serviceUnavailable() async throws {
@@ -92,9 +100,9 @@ struct BackupDeliveryTests {
             let request = try d.request(for: .push("http://127.0.0.1:\(server.port)/jen"), occurrence: occurrence, timeZone: .gmt).get()
             let task = Task { await d.deliver(request, what: "push") }
             try await until("the first attempt") { server.requests.count == 1 }
-            try await approach(clock, try await pause(clock, 5)) { #expect(server.requests.count == 1, "no retry before 5 s") }
+            try await approach(clock, try await pause(clock, 5, after: 1)) { #expect(server.requests.count == 1, "no retry before 5 s") }
             try await until("the second attempt") { server.requests.count == 2 }
-            try await approach(clock, try await pause(clock, 10)) { #expect(server.requests.count == 2, "no retry before 10 s") }
+            try await approach(clock, try await pause(clock, 10, after: 2)) { #expect(server.requests.count == 2, "no retry before 10 s") }
             #expect(await task.value == .sent(attempts: 3))
             let first = server.requests[0]
             let headers = first["headers"] as? [String: String] ?? [:]
@@ -115,7 +123,7 @@ struct BackupDeliveryTests {
             let request = try d.request(for: .phone("+15551234567"), occurrence: occurrence, timeZone: .gmt).get()
             let task = Task { await d.deliver(request, what: "call") }
             try await until("the first attempt") { server.requests.count == 1 }
-            try await approach(clock, try await pause(clock, 7)) { #expect(server.requests.count == 1, "no retry before Retry-After") }
+            try await approach(clock, try await pause(clock, 7, after: 1)) { #expect(server.requests.count == 1, "no retry before Retry-After") }
             #expect(await task.value == .sent(attempts: 2))
             let call = server.requests[1]
             let headers = call["headers"] as? [String: String] ?? [:]
@@ -147,8 +155,11 @@ struct BackupDeliveryTests {
             let request = try d.request(for: .push("http://127.0.0.1:\(server.port)/jen"), occurrence: occurrence, timeZone: .gmt).get()
             let task = Task { await d.deliver(request, what: "push") }
             try await until("the first attempt") { server.requests.count == 1 }
-            clock.set(try await pause(clock, 10))
-            clock.set(try await pause(clock, 5))
+            // The attempt's own timeout: the only sleeper once the server has the request.
+            let timeout = clock.now().addingTimeInterval(10)
+            try await until("the attempt's timeout") { clock.deadlines == [timeout] }
+            clock.set(timeout)
+            clock.set(try await pause(clock, 5, after: 1))
             #expect(await task.value == .sent(attempts: 2))
             #expect(server.requests.count == 2)
         }
