@@ -98,7 +98,7 @@ public enum Agent {
         // The household (#12): backups of our alarms, and the others' backups ringing here.
         let identity = HouseholdIdentity(name: configuration.current.householdName, device: configuration.current.device)
         let household = HouseholdService(
-            identity: identity, database: database, link: householdLink(configuration.current.mqtt, identity: identity, logger: logger),
+            identity: identity, database: database, broker: householdLink(configuration.current.mqtt, identity: identity, logger: logger),
             delivery: BackupDelivery(http: AsyncHTTPOutbound(), clock: TimerFDScheduler.shared, wording: .init(household: identity.name),
                                      pushTokenFile: configuration.current.pushTokenFile, phone: configuration.current.phone, logger: logger),
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
@@ -180,7 +180,7 @@ public enum Agent {
 /// The household broker of `[mqtt]`, or nil: none configured, or one that cannot be used as configured (an
 /// unreadable password, a CA file that TLS refuses) — then device backups are off, with the reason logged,
 /// never a connection with less security than asked for.
-func householdLink(_ settings: MQTTSettings?, identity: HouseholdIdentity, logger: Logger) -> HouseholdLink? {
+func householdLink(_ settings: MQTTSettings?, identity: HouseholdIdentity, logger: Logger) -> Result<HouseholdLink, HouseholdLink.Refused>? {
     guard let settings else { return nil }
     do {
         guard let url = URL(string: settings.url), let host = url.host else { throw MQTTError("mqtt.url has no host") }
@@ -197,9 +197,9 @@ func householdLink(_ settings: MQTTSettings?, identity: HouseholdIdentity, logge
         let client = try MQTTClient(clientID: "dosetap-\(identity.device)", username: settings.username, password: password, will: will,
                                     logger: logger)
         if tls || settings.caFile != nil { try client.useTLS(caFile: settings.caFile) }
-        return HouseholdLink(client: client, host: host, port: url.port ?? (tls ? 8883 : 1883), url: settings.url)
+        return .success(HouseholdLink(client: client, host: host, port: url.port ?? (tls ? 8883 : 1883), url: settings.url))
     } catch {
         logger.error("the household broker is off: \(error)", metadata: ["broker": "\(settings.url)"])
-        return nil
+        return .failure(HouseholdLink.Refused(url: settings.url, reason: "\(error)"))
     }
 }

@@ -20,6 +20,12 @@ public struct HouseholdLink: Sendable {
         self.port = port
         self.url = url
     }
+
+    /// A broker configured but not used: a security setting could not be applied (the reason says which).
+    public struct Refused: Error, Sendable, Equatable {
+        public var url: String
+        public var reason: String
+    }
 }
 
 /// Who this agent is in the household.
@@ -94,6 +100,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
     private let identity: HouseholdIdentity
     private let database: DoseTapDatabase
     private let link: HouseholdLink?
+    private let refused: HouseholdLink.Refused?
     private let delivery: BackupDelivery
     private let ringer: AlarmRinger
     private let clock: any Scheduling
@@ -109,13 +116,27 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
     /// - Parameters:
     ///   - stopPrimary: stops this machine's own ringing alarm `id` when the household stopped it elsewhere.
     ///   - onRing: called when a backup alarm starts ringing here (slot, started at): the latency figures.
-    public init(identity: HouseholdIdentity, database: DoseTapDatabase, link: HouseholdLink?, delivery: BackupDelivery,
+    public convenience init(identity: HouseholdIdentity, database: DoseTapDatabase, link: HouseholdLink?, delivery: BackupDelivery,
+                            ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
+                            stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?,
+                            onRing: (@Sendable (SlotKey, Date) -> Void)? = nil) {
+        self.init(identity: identity, database: database, broker: link.map { .success($0) }, delivery: delivery, ringer: ringer, clock: clock,
+                  logger: logger, events: events, databaseChanges: databaseChanges, stopPrimary: stopPrimary, statusFile: statusFile, onRing: onRing)
+    }
+
+    /// - Parameters:
+    ///   - broker: the household broker, a configured one refused (shown by `household status`), or nil.
+    public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<HouseholdLink, HouseholdLink.Refused>?, delivery: BackupDelivery,
                 ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
                 stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?,
                 onRing: (@Sendable (SlotKey, Date) -> Void)? = nil) {
         self.identity = identity
         self.database = database
-        self.link = link
+        switch broker {
+        case .success(let link): self.link = link; refused = nil
+        case .failure(let problem): link = nil; refused = problem
+        case nil: link = nil; refused = nil
+        }
         self.delivery = delivery
         self.ringer = ringer
         self.clock = clock
@@ -655,7 +676,10 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         guard let statusFile else { return }
         let utc = TimeZone(identifier: "UTC")!
         let s = state.withLock { $0 }
-        var broker: [(String, JSON)] = [("configured", .bool(link != nil))]
+        var broker: [(String, JSON)] = [("configured", .bool(link != nil || refused != nil))]
+        if let refused {
+            broker += [("url", .string(refused.url)), ("connected", .bool(false)), ("off", .string(refused.reason))]
+        }
         if let link {
             broker += [("url", .string(link.url)), ("connected", .bool(s.connected)),
                        ("since", s.connectedSince.map { .string($0.rfc3339(in: utc)) } ?? .null)]

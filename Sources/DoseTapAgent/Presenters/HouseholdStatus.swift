@@ -11,6 +11,8 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         public var url: String?
         public var connected: Bool?
         public var since: String?
+        /// A configured broker that is not used: why (a password or TLS setting that could not be applied).
+        public var off: String?
     }
 
     public struct Peer: Sendable, Equatable, Decodable {
@@ -61,7 +63,9 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         }
         let e = { (text: String) in DisplayText.escaped(text, maxLength: 120) }
         var out = ["Household: \(household.map(e) ?? "(no [household] name)") — topics \(e(topic))/…, this device: \(e(device))"]
-        if broker.configured {
+        if broker.configured, let off = broker.off {
+            out.append("Broker: \(e(broker.url ?? "?")) — off: \(e(off)); device backups are off until config.toml is fixed")
+        } else if broker.configured {
             let state = broker.connected == true ? "connected since \(when(broker.since))" : "not connected (since \(when(broker.since)); still trying)"
             out.append("Broker: \(e(broker.url ?? "?")) — \(state)")
         } else {

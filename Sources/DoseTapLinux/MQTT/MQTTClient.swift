@@ -197,5 +197,9 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_loop_stop(handle, true)
     }
 
-    static func describe(_ rc: Int32) -> String { String(cString: mosquitto_strerror(rc)) }
+    /// libmosquitto's reason, without its final period (it goes inside our sentences).
+    static func describe(_ rc: Int32) -> String {
+        let text = String(cString: mosquitto_strerror(rc))
+        return text.hasSuffix(".") ? String(text.dropLast()) : text
+    }
 }

@@ -1,0 +1,37 @@
+import DoseTapAgent
+import Foundation
+import Testing
+
+@Suite("household status: what the agent recorded, as text")
+struct HouseholdStatusTests {
+    func lines(_ json: String) throws -> [String] {
+        try JSONDecoder().decode(HouseholdStatus.self, from: Data(json.utf8)).lines(timeZone: TimeZone(identifier: "UTC")!)
+    }
+
+    @Test("a connected broker, peers with their heartbeat, a cascade with its slots; device text escaped")
+    func connected() throws {
+        let out = try lines("""
+            {"pid":1,"device":"bedroom-pi","household":"Jen's family","topic":"dosetap/jen-s-family",
+             "broker":{"configured":true,"url":"mqtt://pi.local:1883","connected":true,"since":"2026-11-24T05:01:00Z"},
+             "peers":[{"device":"jen-laptop","online":false,"lastHeartbeat":"2026-11-24T04:59:00Z"}],
+             "cascades":[{"owner":"jen-laptop","alarm":1,"label":"Wake\\u001b[31m","time":"05:00","occurrence":"2026-11-24T05:00:00Z",
+                          "next":"2026-11-24T05:04:00Z","fired":[{"target":"device:bedroom-pi","at":"2026-11-24T05:02:00Z","done":"rang"}]}]}
+            """)
+        #expect(out[1] == "Broker: mqtt://pi.local:1883 — connected since 2026-11-24 05:01:00")
+        #expect(out.contains { $0.contains("jen-laptop") && $0.contains("offline") && $0.contains("2026-11-24 04:59:00") })
+        #expect(out.contains("  jen-laptop alarm 1 \"Wake\\x1b[31m\" at 05:00 — next 2026-11-24 05:04:00"))
+        #expect(out.contains("    2026-11-24 05:02:00 device:bedroom-pi (rang here)"))
+    }
+
+    @Test("a broker refused by a security setting says so; none configured says what works without one")
+    func offAndNone() throws {
+        let off = try lines("""
+            {"pid":1,"device":"vm","household":null,"topic":"dosetap/home","broker":{"configured":true,"url":"mqtts://pi:8883","connected":false,
+             "off":"cannot use TLS with /x.crt: Invalid function arguments provided"},"peers":[],"cascades":[]}
+            """)
+        #expect(off[1] == "Broker: mqtts://pi:8883 — off: cannot use TLS with /x.crt: Invalid function arguments provided; device backups are off until config.toml is fixed")
+        let none = try lines(#"{"pid":1,"device":"vm","household":null,"topic":"dosetap/home","broker":{"configured":false},"peers":[],"cascades":[]}"#)
+        #expect(none[1].hasPrefix("Broker: none ([mqtt] url in config.toml) — push and phone backups are sent from this machine"))
+        #expect(none.suffix(2) == ["Peers: none seen", "Cascades in progress: none"])
+    }
+}
