@@ -16,18 +16,31 @@ public enum PrivateBroker {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let port = try freePort()
-        let config = dir.appendingPathComponent("mosquitto.conf")
-        try """
-            listener \(port) 127.0.0.1
-            allow_anonymous true
-            persistence false
-            log_dest none
-            """.write(to: config, atomically: true, encoding: .utf8)
-        let broker = Broker(port: port, config: config.path)
-        let task = start(broker)
+        // The port is free when `freePort` looks, but anything of the test run that binds port 0 (an HTTP
+        // server, another broker) can take it before mosquitto does; mosquitto then exits and the port
+        // answers something that is not MQTT. So the broker is proved by an MQTT handshake, and another port
+        // is tried when the answer is not a CONNACK.
+        var started: (broker: Broker, task: Task<Void, any Error>)?
+        for attempt in 1...5 {
+            let port = try freePort()
+            let config = dir.appendingPathComponent("mosquitto-\(attempt).conf")
+            try """
+                listener \(port) 127.0.0.1
+                allow_anonymous true
+                persistence false
+                log_dest none
+                """.write(to: config, atomically: true, encoding: .utf8)
+            let broker = Broker(port: port, config: config.path)
+            let task = start(broker)
+            if try await waitForMQTT(port) {
+                started = (broker, task)
+                break
+            }
+            stop(broker)
+            task.cancel()
+        }
+        guard let (broker, task) = started else { throw FixtureError("mosquitto did not start on any of five free ports") }
         defer { task.cancel() }
-        try await waitForPort(port)
         let result = try await body(broker)
         stop(broker)
         return result
@@ -46,7 +59,7 @@ public enum PrivateBroker {
         stop(broker)
         try await Task.sleep(for: .milliseconds(200))
         let task = start(broker)
-        try await waitForPort(broker.port)
+        guard try await waitForMQTT(broker.port) else { throw FixtureError("port \(broker.port) was taken while mosquitto restarted") }
         return task
     }
 
@@ -74,20 +87,44 @@ public enum PrivateBroker {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    static func waitForPort(_ port: Int) async throws {
+    /// Waits until the port answers an MQTT CONNECT with a CONNACK (true), or answers something else (false:
+    /// another program has the port). Throws when nothing listens there after 5 s.
+    static func waitForMQTT(_ port: Int) async throws -> Bool {
         for _ in 0..<200 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            let ok = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
-            close(fd)
-            if ok { return }
-            try await Task.sleep(for: .milliseconds(25))
+            switch handshake(port) {
+            case .some(true): return true
+            case .some(false): return false
+            case nil: try await Task.sleep(for: .milliseconds(25))
+            }
         }
         throw FixtureError("mosquitto did not listen on port \(port)")
+    }
+
+    /// One MQTT 3.1.1 CONNECT (clean session, empty client id): true for a CONNACK that accepts, false for
+    /// any other answer or none within 2 s, nil when the connection is refused.
+    static func handshake(_ port: Int) -> Bool? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        guard connected else { return nil }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connectPacket: [UInt8] = [0x10, 0x0C, 0x00, 0x04, 0x4D, 0x51, 0x54, 0x54, 0x04, 0x02, 0x00, 0x3C, 0x00, 0x00]
+        guard connectPacket.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == connectPacket.count else { return false }
+        var answer = [UInt8](repeating: 0, count: 4)
+        var got = 0
+        while got < 4 {
+            let n = answer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, 4 - got, 0) }
+            guard n > 0 else { return false }
+            got += n
+        }
+        return answer[0] == 0x20 && answer[1] == 0x02 && answer[3] == 0x00
     }
 }
