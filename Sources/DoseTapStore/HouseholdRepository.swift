@@ -36,8 +36,11 @@ public struct HouseholdRepository: Sendable {
     public func applyPlan(owner: String, alarmID: Int, _ plan: KnownPlan?, now: Date) throws -> Bool {
         let cut = Int64(now.timeIntervalSince1970.rounded(.down))
         return try database.write { db in
-            let before = try Row.fetchAll(db, sql: "SELECT at, label, time, targets FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ? ORDER BY at",
-                                          arguments: [owner, alarmID, cut]).map { "\($0)" }
+            func rows() throws -> [String] {
+                try Row.fetchAll(db, sql: "SELECT at, label, time, targets FROM household_occurrence WHERE owner = ? AND alarm_id = ? ORDER BY at",
+                                 arguments: [owner, alarmID]).map { "\($0)" }
+            }
+            let before = try rows()
             try db.execute(sql: "DELETE FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ?", arguments: [owner, alarmID, cut])
             if let plan {
                 let targets = String(decoding: HouseholdMessage.encode(plan.targets.map(\.description)), as: UTF8.self)
@@ -49,9 +52,7 @@ public struct HouseholdRepository: Sendable {
                         """, arguments: [owner, alarmID, at, plan.label, plan.time, targets])
                 }
             }
-            let after = try Row.fetchAll(db, sql: "SELECT at, label, time, targets FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ? ORDER BY at",
-                                         arguments: [owner, alarmID, cut]).map { "\($0)" }
-            return before != after || db.changesCount > 0 && plan.map { $0.occurrences.contains { $0 <= cut } } == true
+            return try rows() != before
         }
     }
 

@@ -97,7 +97,7 @@ struct BackupDeliveryTests {
         try await server(["503", "503", "200"]) { server in
             let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_120))
             let d = try delivery(clock, port: server.port)
-            let request = try d.request(for: .push("http://127.0.0.1:\(server.port)/jen"), occurrence: occurrence, timeZone: .gmt).get()
+            let request = try d.request(for: .push("http://127.0.0.1:\(server.port)/jen"), occurrence: occurrence).get()
             let task = Task { await d.deliver(request, what: "push") }
             try await until("the first attempt") { server.requests.count == 1 }
             try await approach(clock, try await pause(clock, 5, after: 1)) { #expect(server.requests.count == 1, "no retry before 5 s") }
@@ -120,7 +120,7 @@ struct BackupDeliveryTests {
         try await server(["429:7", "200"]) { server in
             let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_120))
             let d = try delivery(clock, port: server.port)
-            let request = try d.request(for: .phone("+15551234567"), occurrence: occurrence, timeZone: .gmt).get()
+            let request = try d.request(for: .phone("+15551234567"), occurrence: occurrence).get()
             let task = Task { await d.deliver(request, what: "call") }
             try await until("the first attempt") { server.requests.count == 1 }
             try await approach(clock, try await pause(clock, 7, after: 1)) { #expect(server.requests.count == 1, "no retry before Retry-After") }
@@ -140,7 +140,7 @@ struct BackupDeliveryTests {
         try await server(["401"]) { server in
             let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_120))
             let d = try delivery(clock, port: server.port)
-            let request = try d.request(for: .phone("+15551234567"), occurrence: occurrence, timeZone: .gmt).get()
+            let request = try d.request(for: .phone("+15551234567"), occurrence: occurrence).get()
             let outcome = await d.deliver(request, what: "call")
             #expect(outcome == .failed(reason: "the credentials were refused (HTTP 401)", credentialsRefused: true))
             #expect(server.requests.count == 1)
@@ -152,7 +152,7 @@ struct BackupDeliveryTests {
         try await server(["hang", "200"]) { server in
             let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_120))
             let d = try delivery(clock, port: server.port)
-            let request = try d.request(for: .push("http://127.0.0.1:\(server.port)/jen"), occurrence: occurrence, timeZone: .gmt).get()
+            let request = try d.request(for: .push("http://127.0.0.1:\(server.port)/jen"), occurrence: occurrence).get()
             let task = Task { await d.deliver(request, what: "push") }
             try await until("the first attempt") { server.requests.count == 1 }
             // The attempt's own timeout: the only sleeper once the server has the request.
@@ -169,7 +169,7 @@ struct BackupDeliveryTests {
     func noAccount() {
         let d = BackupDelivery(http: AsyncHTTPOutbound(), clock: FakeClock(Date()), wording: .init(household: nil), pushTokenFile: nil, phone: nil,
                                logger: Logger(label: "test"))
-        #expect(throws: ConfigurationError.self) { _ = try d.request(for: .phone("+15551234567"), occurrence: occurrence, timeZone: .gmt).get() }
+        #expect(throws: ConfigurationError.self) { _ = try d.request(for: .phone("+15551234567"), occurrence: occurrence).get() }
         #expect(BackupDelivery.Wording(household: nil).callMessage(owner: "jen-laptop") == "This is an automated backup alarm from jen-laptop.")
     }
 }

@@ -43,7 +43,7 @@ public struct BackupDelivery: Sendable {
     }
 
     /// The request for `target`, or why it cannot be made (no `[phone]` account, an unreadable token).
-    public func request(for target: BackupTarget, occurrence: KnownOccurrence, timeZone: TimeZone) -> Result<OutboundRequest, ConfigurationError> {
+    public func request(for target: BackupTarget, occurrence: KnownOccurrence) -> Result<OutboundRequest, ConfigurationError> {
         let owner = occurrence.key.owner
         let label = DisplayText.escaped(occurrence.label, maxLength: 120)
         switch target {

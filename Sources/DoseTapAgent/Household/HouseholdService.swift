@@ -576,7 +576,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
 
     private func send(_ slot: SlotKey, occurrence: KnownOccurrence, target: BackupTarget) {
         let what = target.kind == "phone" ? "call to \(target.displayName)" : "push to \(target.displayName)"
-        let request = delivery.request(for: target, occurrence: occurrence, timeZone: clock.timeZone)
+        let request = delivery.request(for: target, occurrence: occurrence)
         let task = Task { [weak self, delivery, logger, ringer, clock] in
             let outcome: BackupDelivery.Outcome
             switch request {
