@@ -39,6 +39,10 @@ let package = Package(
         // timerfd and epoll for the scheduling port (macros Swift cannot import).
         .target(name: "CLinuxTime"),
 
+        // The version, git commit and build date (`dosetap --version`), stamped by the BuildStamp plugin.
+        .plugin(name: "BuildStamp", capability: .buildTool()),
+        .target(name: "DoseTapVersion", swiftSettings: strict, plugins: ["BuildStamp"]),
+
         // Pure domain: rules, predictions, ports. No I/O, no C modules.
         .target(name: "DoseTapCore", swiftSettings: strict),
 
@@ -79,7 +83,7 @@ let package = Package(
         .target(
             name: "DoseTapAgent",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP",
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP", "DoseTapVersion",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -109,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "dosetap",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent", "DoseTapWeb",
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent", "DoseTapWeb", "DoseTapVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

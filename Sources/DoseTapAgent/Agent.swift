@@ -3,6 +3,7 @@ import DoseTapHTTP
 import DoseTapLinux
 import DoseTapStore
 import Foundation
+import DoseTapVersion
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -27,7 +28,9 @@ public enum Agent {
         let udev = try UdevClient(logger: logger)
         let source = UdevPowerSupplySource(udev: udev, logger: logger)
         let notifier = SystemdNotifier()
-        logger.info("agent starting", metadata: [
+        // The first line of a started agent says what runs, for a bug report: version, commit, build date. (A
+        // configuration or data directory that cannot be used stops it before, with its one-line error.)
+        logger.info("agent starting: dosetap \(DoseTapVersion.description)", metadata: [
             "database": "\(database.path)", "config": "\(paths.configFile.path)",
             "pid": "\(ProcessInfo.processInfo.processIdentifier)",
         ])

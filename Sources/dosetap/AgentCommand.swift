@@ -13,14 +13,18 @@ struct AgentCommand: AsyncParsableCommand {
 
     @OptionGroup var location: LocationOptions
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error (default: $DOSETAP_LOG_LEVEL or info).")
-    var logLevel: String?
+    @Option(help: ArgumentHelp("The least severe messages logged (default: $DOSETAP_LOG_LEVEL, else info).",
+                               valueName: "level"))
+    var logLevel: LogLevel?
+
+    func validate() throws {
+        if logLevel == nil, let text = ProcessInfo.processInfo.environment["DOSETAP_LOG_LEVEL"], LogLevel(argument: text) == nil {
+            throw ValidationError("invalid DOSETAP_LOG_LEVEL '\(oneLine(text))': use \(LogLevel.allValueStrings.joined(separator: ", "))")
+        }
+    }
 
     func run() async throws {
-        let levelText = logLevel ?? ProcessInfo.processInfo.environment["DOSETAP_LOG_LEVEL"] ?? "info"
-        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
-            throw CLIError("unknown log level '\(levelText)': use trace, debug, info, notice, warning, error or critical")
-        }
+        let level = (logLevel ?? ProcessInfo.processInfo.environment["DOSETAP_LOG_LEVEL"].flatMap(LogLevel.init(argument:)) ?? .info).level
         // Device names, sysfs and file-system text reach the log: no raw control character gets through.
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -39,4 +43,13 @@ struct AgentCommand: AsyncParsableCommand {
             throw CLIError("\(error)")
         }
     }
+}
+
+/// `--log-level`: swift-log's levels, every one listed in the help and in the error for a wrong one.
+enum LogLevel: String, CaseIterable, ExpressibleByArgument {
+    case trace, debug, info, notice, warning, error, critical
+
+    init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+
+    var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .info }
 }

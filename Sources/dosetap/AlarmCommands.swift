@@ -14,7 +14,7 @@ struct AlarmCommand: ParsableCommand {
         subcommands: [Add.self, List.self, On.self, Off.self, Edit.self, Remove.self, Stop.self, Snooze.self, Backup.self, Preview.self]
     )
 
-    static func useCases(_ location: LocationOptions) -> AlarmUseCases {
+    static func useCases(_ location: some Locating) -> AlarmUseCases {
         let store = DataStore(directory: location.paths.dataDirectory)
         let battery = BatteryUseCases(store: store)
         return AlarmUseCases(store: store, battery: { battery.statusNow() }, sounds: {
@@ -81,7 +81,7 @@ struct AlarmCommand: ParsableCommand {
         @OptionGroup var options: Options
         @Flag(help: "Add it turned off.") var off = false
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func validate() throws { try AlarmCommand.validTime(time) }
 
@@ -99,7 +99,7 @@ struct AlarmCommand: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "The alarms, when each rings next, and the at-risk ones' nudges.")
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let (alarms, unusable) = try failing { try AlarmCommand.useCases(location).list() }
@@ -119,7 +119,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     /// `on` and `off`: the same command but for the state it sets.
-    static func toggle(_ id: AlarmID, on: Bool, json: Bool, location: LocationOptions) throws {
+    static func toggle(_ id: AlarmID, on: Bool, json: Bool, location: some Locating) throws {
         let view = try failing { try AlarmCommand.useCases(location).setEnabled(id: id.value, on) }
         StandardOutput.markCommitted("alarm \(id) \(on ? "on" : "off")")
         AlarmCommand.show(view, verb: on ? "On" : "Off", json: json)
@@ -130,7 +130,7 @@ struct AlarmCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Turn an alarm on.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws { try AlarmCommand.toggle(id, on: true, json: json, location: location) }
     }
@@ -139,7 +139,7 @@ struct AlarmCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Turn an alarm off (it stays in the list).")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws { try AlarmCommand.toggle(id, on: false, json: json, location: location) }
     }
@@ -150,7 +150,7 @@ struct AlarmCommand: ParsableCommand {
         @Option(help: "A new local time, HH:MM.") var time: String?
         @OptionGroup var options: Options
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func validate() throws {
             if let time { try AlarmCommand.validTime(time) }
@@ -173,7 +173,7 @@ struct AlarmCommand: ParsableCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove an alarm.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let alarm = try failing { try AlarmCommand.useCases(location).remove(id: id.value) }
@@ -184,7 +184,7 @@ struct AlarmCommand: ParsableCommand {
 
     struct Stop: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Stop the alarm ringing now.")
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let answer = try failing { try AlarmCommand.useCases(location).stopRinging(by: .cli) }
@@ -200,7 +200,7 @@ struct AlarmCommand: ParsableCommand {
 
     struct Snooze: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Snooze the alarm ringing now: it rings again 9 minutes later.")
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let answer = try failing { try AlarmCommand.useCases(location).snoozeRinging(by: .cli) }
@@ -292,7 +292,7 @@ struct AlarmCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "When each backup of an alarm would fire, for its next occurrence.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let (occurrence, slots) = try failing { try AlarmCommand.useCases(location).preview(id: id.value) }

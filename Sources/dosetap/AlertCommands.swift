@@ -14,7 +14,7 @@ struct AlertsCommand: ParsableCommand {
 
     /// The use cases, with the command sources of config.toml (a config that cannot be read lists none:
     /// the agent, which must read it, says why).
-    static func useCases(_ location: LocationOptions) -> AlertUseCases {
+    static func useCases(_ location: some Locating) -> AlertUseCases {
         let commands = (try? AgentConfiguration.load(from: location.paths.configFile))?.alertCommands.map(\.name) ?? []
         return AlertUseCases(store: DataStore(directory: location.paths.dataDirectory), commands: commands)
     }

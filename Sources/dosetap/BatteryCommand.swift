@@ -16,7 +16,7 @@ struct BatteryCommand: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
-    @OptionGroup var location: LocationOptions
+    @OptionGroup var location: DataOptions
 
     func validate() throws {
         if let alarm {
@@ -26,7 +26,7 @@ struct BatteryCommand: ParsableCommand {
 
     func run() throws {
         let alarmTime: TimeOfDay?
-        do { alarmTime = try alarm.map { try TimeOfDay(parsing: $0) } } catch { throw CLIError("\(error)") }
+        do { alarmTime = try alarm.map { try TimeOfDay(parsing: $0) } } catch { throw ValidationError("\(error)") }
         let battery = BatteryUseCases(store: DataStore(directory: location.paths.dataDirectory))
         if let alarmTime {
             let (forecast, status) = try failing { try battery.forecast(alarm: alarmTime) }

@@ -12,7 +12,7 @@ struct ButtonCommand: AsyncParsableCommand {
         subcommands: [Scan.self, Add.self, List.self, Remove.self, Map.self, TestPresses.self]
     )
 
-    static func useCases(_ location: LocationOptions) -> ButtonUseCases {
+    static func useCases(_ location: some Locating) -> ButtonUseCases {
         ButtonUseCases(store: DataStore(directory: location.paths.dataDirectory))
     }
 
@@ -28,10 +28,12 @@ struct ButtonCommand: AsyncParsableCommand {
         @Option(help: "The BTHome bindkey: 32 hex digits (encrypted buttons).") var bindkey: String?
         @Flag(help: "Remove the stored bindkey of a button added before (it sends plaintext adverts now).") var removeBindkey = false
         @Option(help: "A name for logs and battery alerts.") var name: String?
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func validate() throws {
+            try validAddress(address)
             if bindkey != nil && removeBindkey { throw ValidationError("--bindkey and --remove-bindkey exclude each other") }
+            if let bindkey { _ = try usage { try ButtonConfig.parseBindkey(bindkey).get() } }
         }
 
         func run() throws {
@@ -52,7 +54,7 @@ struct ButtonCommand: AsyncParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the added buttons.")
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let (buttons, unusable) = try failing { try ButtonCommand.useCases(location).list() }
@@ -73,7 +75,7 @@ struct ButtonCommand: AsyncParsableCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a button.")
         @Argument(help: "Its address.") var address: String
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let spelled = try failing { try ButtonCommand.useCases(location).remove(address: address) }
@@ -89,7 +91,11 @@ struct ButtonCommand: AsyncParsableCommand {
         @Option(help: "take, snooze, undo, skip or none.") var hold: ButtonAction?
         @Flag(help: "No double press: single presses act at once.") var noDouble = false
         @Flag(help: "Recognise double presses again.") var withDouble = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
+
+        func validate() throws {
+            try validAddress(address)
+        }
 
         func run() throws {
             let change = ButtonUseCases.MappingChange(single: single, double: double, hold: hold,
@@ -127,7 +133,7 @@ struct ButtonCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "test",
             abstract: "Show each gesture of the added buttons and the action it would trigger, without acting.")
         @Option(help: "How long to listen.") var seconds: Int = 30
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func validate() throws {
             guard (1...3600).contains(seconds) else { throw ValidationError("--seconds must be from 1 to 3600") }
@@ -158,3 +164,10 @@ struct ButtonCommand: AsyncParsableCommand {
 
 extension ButtonKind: ExpressibleByArgument {}
 extension ButtonAction: ExpressibleByArgument {}
+
+/// A button's address on the command line: malformed is a usage error (exit 64), in the parser's words.
+func validAddress(_ text: String) throws {
+    do { _ = try BluetoothAddress(parsing: text) } catch {
+        throw ValidationError("invalid address '\(oneLine(text))': \(error)")
+    }
+}

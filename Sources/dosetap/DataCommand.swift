@@ -16,7 +16,7 @@ struct DataCommand: ParsableCommand {
         @Option(help: "Confirm without a prompt, for scripts: --confirm DELETE.")
         var confirm: String?
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let data = DataUseCases(store: DataStore(directory: location.paths.dataDirectory))
@@ -56,7 +56,7 @@ struct DataCommand: ParsableCommand {
         @Option(name: .customLong("ignore"), help: "Set this entry aside (repeat for several).")
         var ignore: [Int64] = []
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let history = DoseHistory(store: DataStore(directory: location.paths.dataDirectory))

@@ -16,12 +16,12 @@ struct DoseCommand: ParsableCommand {
 let refusedExitCode: Int32 = 2
 
 /// The dose use case over the data folder (created on first use).
-func doseUseCases(_ location: LocationOptions) throws -> DoseUseCases {
+func doseUseCases(_ location: some Locating) throws -> DoseUseCases {
     try failing { try DoseUseCases.open(store: DataStore(directory: location.paths.dataDirectory)) }
 }
 
 /// Runs one input through the dose use case and prints the outcome; a refusal exits with status 2.
-func submitDose(_ command: DoseTapCore.DoseCommand, location: LocationOptions, json: Bool,
+func submitDose(_ command: DoseTapCore.DoseCommand, location: some Locating, json: Bool,
                 useCases: DoseUseCases? = nil) throws {
     let useCases = try useCases ?? doseUseCases(location)
     let submission: DoseSubmission
@@ -67,7 +67,7 @@ extension DoseCommand {
         @Flag(help: "Print JSON.")
         var json = false
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             try submitDose(.take(confirmLate: late), location: location, json: json)
@@ -81,7 +81,7 @@ extension DoseCommand {
         @Flag(help: "Print JSON.")
         var json = false
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             try submitDose(.snooze, location: location, json: json)
@@ -111,7 +111,7 @@ extension DoseCommand {
         @Flag(help: "Print JSON.")
         var json = false
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             var useCases: DoseUseCases?
@@ -142,7 +142,7 @@ extension DoseCommand {
         @Flag(help: "Print JSON.")
         var json = false
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             try submitDose(.undo, location: location, json: json)
@@ -155,7 +155,7 @@ extension DoseCommand {
         @Flag(help: "Print JSON.")
         var json = false
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let zone = SystemTimeZone.current

@@ -3,6 +3,7 @@ import DoseTapCore
 import DoseTapStore
 import DoseTapLinux
 import Foundation
+import DoseTapVersion
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,6 +13,7 @@ struct DoseTapCLI: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dosetap",
         abstract: "Makes sure an alarm, and a medication dose, never fail silently.",
+        version: "dosetap \(DoseTapVersion.description)",
         subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, HouseholdCommand.self, WebCommand.self]
     )
 
@@ -52,8 +54,7 @@ struct DoseTapCLI: ParsableCommand {
                 // --help, --version: ArgumentParser's text, through our writer.
                 StandardOutput.write(fullMessage(for: error) + "\n")
             } else {
-                let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "failed"
-                StandardOutput.error("dosetap: \(oneLine(message))\n")
+                StandardOutput.error("dosetap: \(oneLine(firstLine(of: self.message(for: error))))\n")
                 status = code.rawValue == 0 ? 1 : code.rawValue
             }
         }
@@ -72,19 +73,49 @@ struct DoseTapCLI: ParsableCommand {
     }
 }
 
-/// Where the data and the configuration live.
-struct LocationOptions: ParsableArguments {
+/// An error's first line; ArgumentParser's list of accepted values ("one of the following:" and a bullet
+/// per value) folded into it, so a wrong `--log-level` still names every value on one line.
+func firstLine(of message: String) -> String {
+    let lines = message.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+    guard let first = lines.first else { return "failed" }
+    let values = lines.dropFirst().prefix { $0.hasPrefix("  - ") }.map { "'\($0.dropFirst(4))'" }
+    guard first.hasSuffix("one of the following:"), !values.isEmpty else { return first }
+    return String(first.dropLast("the following:".count)) + values.joined(separator: ", ") + "."
+}
+
+/// Where a command finds its files: every command has the data directory; only those that read the
+/// configuration file (`LocationOptions`) take `--config`.
+protocol Locating {
+    var paths: DataPaths { get }
+}
+
+/// The data directory alone, for the commands that never read the configuration file.
+struct DataOptions: ParsableArguments, Locating {
     @Option(name: .long, help: "Data directory (default: $DOSETAP_DATA_DIR or $XDG_DATA_HOME/dosetap).")
     var dataDir: String?
 
-    @Option(name: .long, help: "Configuration file (default: $XDG_CONFIG_HOME/dosetap/config.toml).")
-    var config: String?
-
-    var paths: DataPaths { DataPaths.resolve(dataDirectory: dataDir, configFile: config) }
+    var paths: DataPaths { DataPaths.resolve(dataDirectory: dataDir, configFile: nil) }
 
     func validate() throws {
         if let problem = DataPaths.problem(dataDirectory: dataDir) { throw CLIError(problem) }
     }
+}
+
+/// Where the data and the configuration live: the commands that read config.toml (the agent, `web link`
+/// and `web open`, `alerts`, `alarm backup`).
+struct LocationOptions: ParsableArguments, Locating {
+    @OptionGroup var data: DataOptions
+
+    @Option(name: .long, help: "Configuration file (default: $XDG_CONFIG_HOME/dosetap/config.toml).")
+    var config: String?
+
+    var paths: DataPaths { DataPaths.resolve(dataDirectory: data.dataDir, configFile: config) }
+}
+
+/// Parses a value given on the command line: a malformed or out-of-range value is a usage error (exit 64),
+/// worded by the parser, like every other bad argument (docs/cli.md, "Exit status").
+func usage<T>(_ parse: () throws -> T) throws -> T {
+    do { return try parse() } catch { throw ValidationError("\(error)") }
 }
 
 /// A failure with a one-line reason.

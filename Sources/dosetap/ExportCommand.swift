@@ -31,11 +31,11 @@ struct ExportCommand: ParsableCommand {
         @Flag(help: "With --output: replace an existing regular file (its mode is kept).")
         var force = false
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func range() throws -> DoseHistory.ExportRange {
             if last != nil, from != nil || to != nil {
-                throw CLIError("use either --last or --from/--to, not both")
+                throw ValidationError("use either --last or --from/--to, not both")
             }
             if from != nil || to != nil {
                 let start: LocalDate?
@@ -44,10 +44,10 @@ struct ExportCommand: ParsableCommand {
                     start = try from.map { try LocalDate(parsing: $0) }
                     end = try to.map { try LocalDate(parsing: $0) }
                 } catch {
-                    throw CLIError("\(error)")
+                    throw ValidationError("\(error)")
                 }
                 if let start, let end, start > end {
-                    throw CLIError("--from \(start) is after --to \(end)")
+                    throw ValidationError("--from \(start) is after --to \(end)")
                 }
                 return .between(start, end)
             }
@@ -55,7 +55,7 @@ struct ExportCommand: ParsableCommand {
             case "30d": return .last(days: 30)
             case "90d": return .last(days: 90)
             case "all": return .all
-            case let other: throw CLIError("invalid --last '\(other)': use 30d, 90d or all")
+            case let other: throw ValidationError("invalid --last '\(oneLine(other))': use 30d, 90d or all")
             }
         }
 

@@ -7,7 +7,7 @@ import Logging
 import Synchronization
 
 /// The settings use cases with this machine's feedback devices (shared by the feedback commands).
-func feedbackUseCases(_ location: LocationOptions) throws -> SettingsUseCases {
+func feedbackUseCases(_ location: some Locating) throws -> SettingsUseCases {
     try failing {
         try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory),
                                   devices: { try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false) },
@@ -34,7 +34,7 @@ struct FeedbackCommand: ParsableCommand {
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show the global and per-event feedback settings.")
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let feedback = try failing { try feedbackUseCases(location).feedback() }
@@ -66,13 +66,14 @@ struct FeedbackCommand: ParsableCommand {
         @Option(help: "Vibration: on or off.") var haptics: OnOff?
         @Option(help: "light, medium or strong.") var intensity: String?
         @Option(help: "Quiet mode: on or off (mutes sounds; urgent dose alerts and alarms still sound).") var quiet: OnOff?
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func validate() throws {
             if sound != nil && noSound { throw ValidationError("use either --sound or --no-sound") }
             if sound == nil && !noSound && haptics == nil && intensity == nil && quiet == nil {
                 throw ValidationError("nothing to change: give --sound, --no-sound, --haptics, --intensity or --quiet")
             }
+            if let intensity { _ = try usage { try HapticIntensity(validating: intensity) } }
         }
 
         func run() throws {
@@ -96,11 +97,16 @@ struct FeedbackCommand: ParsableCommand {
         @Option(help: "A sound name, or default.") var sound: String?
         @Option(help: "on, off or default.") var haptics: OnOffDefault?
         @Option(help: "light, medium, strong or default.") var intensity: String?
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
+
+        func validate() throws {
+            _ = try usage { try FeedbackEvent(validating: event) }
+            if let intensity, intensity != "default" { _ = try usage { try HapticIntensity(validating: intensity) } }
+        }
 
         func run() throws {
             let e: FeedbackEvent
-            do { e = try FeedbackEvent(validating: event) } catch { throw CLIError(error.description) }
+            do { e = try FeedbackEvent(validating: event) } catch { throw ValidationError(error.description) }
             let useCases = try feedbackUseCases(location)
             let change = SettingsUseCases.EventFeedbackChange(
                 chime: chime?.bool,
@@ -120,11 +126,11 @@ struct FeedbackCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show the feedback the agent would play now for an event.")
         @Argument(help: "The event name.") var event: String
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             let e: FeedbackEvent
-            do { e = try FeedbackEvent(validating: event) } catch { throw CLIError(error.description) }
+            do { e = try FeedbackEvent(validating: event) } catch { throw ValidationError(error.description) }
             let plan = try failing { try feedbackUseCases(location).resolve(e) }
             if json {
                 printLine(plan.json.text)
@@ -203,11 +209,11 @@ struct HapticsCommand: AsyncParsableCommand {
 
     struct Test: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Vibrate once at an intensity.")
-        @Option(help: "light, medium or strong (default: medium).") var intensity: String = "medium"
+        @Option(help: "light, medium or strong.") var intensity: String = "medium"
 
         func run() async throws {
             let level: HapticIntensity
-            do { level = try HapticIntensity(validating: intensity) } catch { throw CLIError(error.description) }
+            do { level = try HapticIntensity(validating: intensity) } catch { throw ValidationError(error.description) }
             let devices = try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false)
             guard devices.haptics.isSupported else {
                 printLine("Not supported on this device")

@@ -16,7 +16,7 @@ struct HouseholdCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "The broker (connected or not, since when), the peers with their last heartbeat, and any cascade in progress.")
         @Flag(help: "Print JSON.") var json = false
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func run() throws {
             guard let (status, raw) = HouseholdStatus.read(dataDirectory: location.paths.dataDirectory) else {

@@ -20,7 +20,7 @@ struct SetupCommand: ParsableCommand {
     @Flag(help: "Run the wizard again although setup is done.") var reconfigure = false
     @Flag(help: "Print the saved settings.") var show = false
     @Flag(help: "With --show: print JSON.") var json = false
-    @OptionGroup var location: LocationOptions
+    @OptionGroup var location: DataOptions
 
     enum OnOff: String, ExpressibleByArgument, CaseIterable {
         case on, off
@@ -86,7 +86,7 @@ struct SetupCommand: ParsableCommand {
     func answer<T>(_ question: String, flag: String?, current: T, interactive: Bool,
                    parse: (String) throws -> T) throws -> T {
         if let flag {
-            do { return try parse(flag) } catch { throw CLIError("\(error)") }
+            do { return try parse(flag) } catch { throw ValidationError("\(error)") }
         }
         guard interactive else { return current }
         for _ in 0..<3 {

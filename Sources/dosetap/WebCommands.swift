@@ -14,7 +14,7 @@ struct WebCommand: ParsableCommand {
 
 extension WebCommand {
     /// The link that pairs one browser: `http://HOST:PORT/pair?code=…`, valid once, for 10 minutes.
-    static func pairingLink(location: LocationOptions, host: String?, loopback: Bool) throws -> (url: String, note: String?) {
+    static func pairingLink(location: some Locating, host: String?, loopback: Bool) throws -> (url: String, note: String?) {
         let configuration = try failing { try AgentConfiguration.load(from: location.paths.configFile) }
         guard let address = configuration.webListen.first(where: { !loopback || $0.isLoopback || $0.isWildcard }) else {
             throw CLIError(configuration.webListen.isEmpty
@@ -57,7 +57,7 @@ extension WebCommand {
 
         func run() throws {
             if let host, host.isEmpty || host.contains(where: { $0.isWhitespace || "/?#@".contains($0) }) {
-                throw CLIError("--host must be a host name or an address, not '\(DisplayText.escaped(host))'")
+                throw ValidationError("--host must be a host name or an address, not '\(DisplayText.escaped(host))'")
             }
             let (url, note) = try pairingLink(location: location, host: host, loopback: false)
             printLine("Open this link within 10 minutes to pair a browser (it works once):")

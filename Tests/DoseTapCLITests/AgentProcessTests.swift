@@ -64,6 +64,11 @@ struct AgentProcessTests {
         #expect(result.terminationStatus == .exited(0))
         let log = result.standardError
         #expect(log.components(separatedBy: "no system battery found").count == 2, "\(log)")
+        // The supplies it did find are named (the fixture's mains adapter), never an empty `supplies=`.
+        #expect(log.contains("supplies=ADP1") && log.firstMatch(of: #/supplies=(\s|$)/#) == nil, "\(log)")
+        // The first line says what runs: version, commit, build date (a bug report starts there).
+        let first = log.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first.contains(#/agent starting: dosetap \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), built \d{4}-\d{2}-\d{2}\)/#), "\(first)")
     }
 
     @Test("a bad config at start: one line, non-zero exit; a bad config on reload: rejected, still running")

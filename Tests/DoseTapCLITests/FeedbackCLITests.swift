@@ -78,17 +78,17 @@ struct FeedbackCLITests {
         #expect(try cli.json(try await cli.run(["setup", "--show", "--json"]).out)["quietMode"] as? Bool == true)
     }
 
-    @Test("validation: unknown sound, intensity and event names are one-line errors; nothing is saved", arguments: [
-        ["feedback", "set", "--sound", "no-such-sound"], ["feedback", "set", "--intensity", "max"], ["feedback", "set"],
-        ["feedback", "set", "--sound", "bell", "--no-sound"], ["feedback", "event", "dose-remindr", "--chime", "off"],
-        ["feedback", "event", "dose-reminder", "--intensity", "loud"], ["feedback", "event", "alarm", "--sound", "nope"],
-        ["feedback", "event", "alarm", "--haptics", "maybe"], ["feedback", "resolve", "bedtime"], ["haptics", "test", "--intensity", "max"],
-        ["sounds", "preview", "no-such-sound"],
-    ])
-    func validation(args: [String]) async throws {
+    @Test("validation: unknown sound, intensity and event names are one-line errors; nothing is saved; a malformed value is a usage error (64), a sound this machine lacks an error (1)", arguments: [
+        (["feedback", "set", "--sound", "no-such-sound"], 1), (["feedback", "set", "--intensity", "max"], 64), (["feedback", "set"], 64),
+        (["feedback", "set", "--sound", "bell", "--no-sound"], 64), (["feedback", "event", "dose-remindr", "--chime", "off"], 64),
+        (["feedback", "event", "dose-reminder", "--intensity", "loud"], 64), (["feedback", "event", "alarm", "--sound", "nope"], 1),
+        (["feedback", "event", "alarm", "--haptics", "maybe"], 64), (["feedback", "resolve", "bedtime"], 64), (["haptics", "test", "--intensity", "max"], 64),
+        (["sounds", "preview", "no-such-sound"], 1),
+    ] as [([String], Int32)])
+    func validation(args: [String], code: Int32) async throws {
         let cli = try CLI()
         let r = try await cli.run(args, env: audio)
-        #expect(r.exitCode != 0 && r.exitCode != nil)
+        #expect(r.exitCode == code, "\(args): \(r.err)")
         #expect(r.err.hasPrefix("dosetap: ") && r.err.split(separator: "\n").count == 1, "\(r.err)")
         let plan = try await resolve(cli, "dose-reminder")
         #expect(plan["sound"] as? String == "builtin-beep")

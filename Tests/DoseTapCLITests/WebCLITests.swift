@@ -33,7 +33,7 @@ struct WebCLITests {
         let named = try await cli.run(["web", "link", "--no-qr", "--host", "bedside.local"])
         #expect(named.out.contains("http://bedside.local:9000/pair?code="))
         let bad = try await cli.run(["web", "link", "--host", "a/b"])
-        #expect(bad.exitCode == 1 && bad.err == "dosetap: --host must be a host name or an address, not 'a/b'\n")
+        #expect(bad.exitCode == 64 && bad.err == "dosetap: --host must be a host name or an address, not 'a/b'\n")
         try cli.writeConfig("[web]\nlisten = []\n")
         let none = try await cli.run(["web", "link"])
         #expect(none.exitCode == 1 && none.err.hasPrefix("dosetap: the dashboard listens on no TCP address") && none.err.filter { $0 == "\n" }.count == 1)

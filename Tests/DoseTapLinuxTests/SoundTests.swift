@@ -415,7 +415,8 @@ struct SoundPlayerTests {
         let broken = try await #require(throws: SoundPlayerError.self) {
             try await player.play(SoundInfo(name: "bad", theme: "t", path: tree.path("bad.oga")))
         }
-        #expect(broken.description.hasPrefix("play failed playing \(tree.path("bad.oga")) (exited("))
+        #expect(broken.description.hasPrefix("play: "), "\(broken)")
+        #expect(!broken.description.contains("DOSETAP_AUDIO_DEVICE"), "the file is the trouble, not the output: \(broken)")
         #expect(!broken.description.contains("\n"))
         let missing = try await #require(throws: SoundPlayerError.self) {
             try await player.play(SoundInfo(name: "gone", theme: "t", path: tree.path("gone.oga")))
@@ -437,8 +438,25 @@ struct SoundPlayerTests {
         let error = try await #require(throws: SoundPlayerError.self) {
             try await SubprocessSoundPlayer(players: [broken, broken]).play(beep)
         }
-        let one = "paplay failed playing \(beep.path) (exited(1)): Connection failure: Connection refused"
-        #expect(error.description == one + "; " + one)
+        #expect(error.description == "paplay, paplay: no sound server is running (PipeWire or PulseAudio); " + SoundPlayerError.outputHint)
+    }
+
+    @Test("a player's failure in a few words, not its raw ALSA, PipeWire or PulseAudio text", arguments: [
+        ("ALSA lib pcm.c:2666:(snd_pcm_open_noupdate) Unknown PCM default\naplay: main:831: audio open error: No such file or directory", nil, "no default audio output", true),
+        ("aplay: main:831: audio open error: No such file or directory", "hw:7", "no audio device named 'hw:7'", true),
+        ("aplay: main:831: audio open error: No such file or directory", nil, "no sound card found", true),
+        ("aplay: main:831: audio open error: Device or resource busy", nil, "the sound device is busy (another program holds it)", true),
+        ("Connection failure: Connection refused", nil, "no sound server is running (PipeWire or PulseAudio)", true),
+        ("pw-play: can't connect: Host is down", nil, "no sound server is running (PipeWire or PulseAudio)", true),
+        ("ALSA lib conf.c:5180:(snd_config_expand) Evaluate error: Permission denied", nil, "no permission to use the sound device (is this user in the audio group?)", true),
+        ("play FAIL formats: can't open input file `x.oga': Ogg Vorbis header\u{1b}[31m", nil, "play FAIL formats: can't open input file `x.oga': Ogg Vorbis header\\x1b[31m", false),
+        ("", nil, "exited with status 1", false),
+    ] as [(String, String?, String, Bool)])
+    func playerReasons(standardError: String, device: String?, reason: String, output: Bool) {
+        let error = SoundPlayerError(player: "aplay", status: .exited(1), standardError: standardError, device: device)
+        #expect(error.reason == reason)
+        #expect(error.isOutputProblem == output)
+        #expect(SoundPlayerError.combined([error]).description.contains("DOSETAP_AUDIO_DEVICE") == output)
     }
 
     @Test("aplay plays WAV only: the beep plays, an .oga is refused before any process starts")

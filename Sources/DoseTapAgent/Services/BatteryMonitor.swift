@@ -157,8 +157,11 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
         }
         guard state.present, let sample = state.sample(at: now) else {
             if !monitor.announcedNoBattery {
+                // The other supplies it did find (mains, a mouse) are named; with none at all, the line says so
+                // instead of an empty `supplies=`.
+                let others = state.supplies.map { DisplayText.escaped($0.name) }.joined(separator: ",")
                 logger.notice("no system battery found: battery monitoring idles until one appears",
-                              metadata: ["supplies": "\(state.supplies.map { DisplayText.escaped($0.name) }.joined(separator: ","))"])
+                              metadata: ["supplies": "\(others.isEmpty ? "none" : others)"])
                 monitor.announcedNoBattery = true
             }
             monitor.lastStatus = nil

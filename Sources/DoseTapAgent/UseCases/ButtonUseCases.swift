@@ -151,12 +151,25 @@ public struct ButtonUseCases: Sendable {
         }
     }
 
+    /// The one line for "BlueZ is not there", naming the fix; the bus's own words follow in brackets.
+    public static func bluezUnreachable(_ error: any Error) -> String {
+        let cause = (error as? DBusError).map(\.message) ?? "\(error)"
+        return "cannot reach BlueZ on the system bus — is bluetoothd running? (`systemctl enable --now bluetooth`) [\(DisplayText.escaped(cause, maxLength: 200))]"
+    }
+
+    /// Nobody owns `org.bluez` (bluetoothd stopped or not installed), or no adapter object exists.
+    static func bluezMissing(_ error: DBusError) -> Bool {
+        ["org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
+         "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.FileNotFound",
+         "org.freedesktop.DBus.Error.NoServer"].contains(error.name)
+    }
+
     /// Listens for BLE buttons through BlueZ discovery for `seconds`, and adds the HID remotes the kernel
-    /// has. Errors: "cannot reach BlueZ on the system bus: …", "scan failed: …".
+    /// has. Errors: "cannot reach BlueZ on the system bus — is bluetoothd running? …", "scan failed: …".
     public static func scan(seconds: Int) async throws -> [Candidate] {
         let client: BlueZClient
         do { client = BlueZClient(connection: try DBusConnection(bus: .system)) } catch {
-            throw UseCaseError("cannot reach BlueZ on the system bus: \(error)")
+            throw UseCaseError(Self.bluezUnreachable(error))
         }
         var seen: [String: BLEAdvert] = [:]
         do {
@@ -180,6 +193,8 @@ public struct ButtonUseCases: Sendable {
             collector.cancel()
             seen = await collector.value
             await client.stopDiscovery()
+        } catch let error as DBusError where Self.bluezMissing(error) {
+            throw UseCaseError(Self.bluezUnreachable(error))
         } catch {
             throw UseCaseError("scan failed: \(error)")
         }
@@ -222,7 +237,7 @@ public struct ButtonUseCases: Sendable {
         var bluez: BlueZClient?
         if buttons.contains(where: { $0.kind != .hid }) {
             do { bluez = BlueZClient(connection: try DBusConnection(bus: .system), logger: logger) } catch {
-                throw UseCaseError("cannot reach BlueZ on the system bus: \(error)")
+                throw UseCaseError(Self.bluezUnreachable(error))
             }
         }
         let hid = buttons.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil

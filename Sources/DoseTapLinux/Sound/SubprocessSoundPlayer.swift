@@ -85,7 +85,77 @@ public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringCon
 
 public struct SoundPlayerError: Error, Equatable, CustomStringConvertible {
     public var description: String
+    /// For one player's failure: the player and its reason (the description is "player: reason").
+    public var player: String?
+    public var reason: String?
+    /// Whether the output was the trouble (no device, no server, busy, no permission), not the file.
+    public var isOutputProblem = false
     public init(_ description: String) { self.description = description }
+    public init(player: String, reason: String, isOutputProblem: Bool = false) {
+        self.description = "\(player): \(reason)"
+        self.player = player
+        self.reason = reason
+        self.isOutputProblem = isOutputProblem
+    }
+
+    /// One player's failure from its exit status and its standard error.
+    public init(player: String, status: TerminationStatus, standardError: String, device: String?) {
+        let (reason, output) = Self.reason(status: status, standardError: standardError, device: device)
+        self.init(player: player, reason: reason, isOutputProblem: output)
+    }
+
+    /// Every player's failure on one line, players with the same reason together ("play, aplay: no default
+    /// audio output"), then how to choose another output.
+    public static func combined(_ failures: [SoundPlayerError]) -> SoundPlayerError {
+        var order: [String] = []
+        var players: [String: [String]] = [:]
+        for failure in failures {
+            let reason = failure.reason ?? failure.description
+            if players[reason] == nil { order.append(reason) }
+            players[reason, default: []].append(failure.player ?? "")
+        }
+        let parts = order.map { reason in
+            let names = players[reason, default: []].filter { !$0.isEmpty }
+            return names.isEmpty ? reason : names.joined(separator: ", ") + ": " + reason
+        }
+        let hint = failures.contains(where: \.isOutputProblem) ? "; " + outputHint : ""
+        return SoundPlayerError(parts.joined(separator: "; ") + hint)
+    }
+
+    /// Said after every player failed: how to pick another output.
+    public static let outputHint = "choose another output with DOSETAP_AUDIO_DEVICE (a PipeWire target, PulseAudio sink or ALSA device: `aplay -L` lists them)"
+
+    /// Why a player exited without playing, in a few words instead of its raw ALSA, PipeWire or PulseAudio
+    /// text: the usual causes are recognised; anything else is the player's last line of text, trimmed of
+    /// ALSA's `ALSA lib pcm.c:2666:(snd_pcm_open_noupdate)` source location.
+    public static func reason(status: TerminationStatus, standardError: String, device: String?) -> (String, outputProblem: Bool) {
+        let text = standardError.lowercased()
+        let missing = device.map { "no audio device named '\(DisplayText.escaped($0, maxLength: 80))'" } ?? "no default audio output"
+        if text.contains("unknown pcm") || device != nil && (text.contains("no such device") || text.contains("no such file or directory")) {
+            return (missing, true)
+        }
+        if text.contains("audio open error: no such file or directory") || text.contains("cannot find card") || text.contains("no soundcards found") {
+            return ("no sound card found", true)
+        }
+        if text.contains("device or resource busy") { return ("the sound device is busy (another program holds it)", true) }
+        if text.contains("permission denied") { return ("no permission to use the sound device (is this user in the audio group?)", true) }
+        if text.contains("connection refused") || text.contains("host is down") || text.contains("can't connect")
+            || text.contains("connection failure") || text.contains("failed to connect") {
+            return ("no sound server is running (PipeWire or PulseAudio)", true)
+        }
+        if text.contains("no such entity") || text.contains("no such sink") || text.contains("target not found") {
+            return (missing, true)
+        }
+        let last = standardError.split(whereSeparator: \.isNewline).last.map {
+            var line = $0.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("ALSA lib "), let end = line.range(of: ") ") { line = String(line[end.upperBound...]) }
+            return DisplayText.escaped(line, maxLength: 160)
+        }
+        switch status {
+        case .signaled(let signal): return ("stopped by signal \(signal)" + (last.map { " (\($0))" } ?? ""), false)
+        case .exited(let code): return (last ?? "exited with status \(code)", false)
+        }
+    }
 }
 
 /// How a play ended.
@@ -191,18 +261,19 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
             let next = Task {
                 if let previous { _ = await previous.result }
                 // A player that fails (pw-play installed but no PipeWire running) hands over to the next.
-                var failures: [String] = []
+                var failures: [SoundPlayerError] = []
                 for command in commands {
                     if Task.isCancelled { return PlaybackOutcome.stopped }
                     do {
                         return try await Self.run(command, file: path, volume: volume, grace: grace, logger: logger)
                     } catch let failure as SoundPlayerError {
-                        logger.warning("player failed", metadata: ["player": "\(command)", "error": "\(failure)"])
-                        failures.append(failure.description)
+                        // The next player may well play it: the whole story is in the error if none does.
+                        logger.debug("player failed", metadata: ["player": "\(command)", "error": "\(failure)"])
+                        failures.append(failure)
                     }
                 }
                 if Task.isCancelled { return PlaybackOutcome.stopped }
-                throw SoundPlayerError(failures.joined(separator: "; "))
+                throw SoundPlayerError.combined(failures)
             }
             slot = next
             return next
@@ -238,14 +309,11 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
             )
         } catch {
             if Task.isCancelled { return .stopped }
-            throw SoundPlayerError("\(command.program.rawValue) could not play \(file): \(error)")
+            throw SoundPlayerError(player: command.program.rawValue, reason: "could not start: \(error)")
         }
         if Task.isCancelled { return .stopped }
         if result.terminationStatus.isSuccess { return .completed }
-        let detail = result.standardError
-            .split(whereSeparator: \.isNewline)
-            .last
-            .map { ": " + $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        throw SoundPlayerError("\(command.program.rawValue) failed playing \(file) (\(result.terminationStatus))\(detail)")
+        throw SoundPlayerError(player: command.program.rawValue, status: result.terminationStatus,
+                               standardError: result.standardError, device: command.device)
     }
 }
