@@ -113,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "dosetap",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent", "DoseTapWeb", "DoseTapVersion",
+                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent", "DoseTapWeb", "DoseTapVersion", "DoseTapHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

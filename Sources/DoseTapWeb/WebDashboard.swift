@@ -206,6 +206,8 @@ public final class WebDashboard: Sendable {
         case (.get, "/events"):
             let version = request.uri.queryParameters["version"].map(String.init)
             return liveUpdates(csrf: csrf(access), version: version.flatMap { $0.count <= 32 ? $0 : nil })
+        case (.get, "/api/events"):
+            return eventStream()
         case (.get, "/api/tonight"):
             return Self.json(try doses.status().json(in: clock.timeZone))
         case (.get, "/batteries"):

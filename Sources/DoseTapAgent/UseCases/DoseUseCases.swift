@@ -51,6 +51,14 @@ public final class DoseUseCases: Sendable {
         }
     }
 
+    /// The battery at tonight's Dose 2 reminder, when it is at risk and the reminder is still ahead (the
+    /// status bar's glance): the same prediction as the nudge given when Dose 1 was taken, made now.
+    public func reminderNudge(for night: NightStatus) -> Nudge? {
+        guard let reminder = night.reminderAt, reminder > night.now, let status = battery?(),
+              status.state.present, !status.state.onAC else { return nil }
+        return status.forecast(at: reminder, now: night.now, momentName: "reminder").nudge
+    }
+
     /// The battery at the reminder of a Dose 1 just taken, when it is at risk.
     func reminderNudge(after event: DoseEvent, now: Date) -> Nudge? {
         guard case .dose1(let target) = event.kind, let status = battery?(),

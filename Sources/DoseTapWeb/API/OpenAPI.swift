@@ -57,6 +57,9 @@ enum OpenAPIDocument {
         "/api/session": { "get": { "summary": "The CSRF token of this session", "responses": {
           "200": { "description": "The token", "content": { "application/json": { "schema": { "type": "object", "properties": { "csrfToken": { "type": "string" } } } } } },
           "401": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/events": { "get": { "summary": "What happens in the agent, as server-sent events (dosetap status --follow): ready, then one event per agent event by name (doseRecorded, alarmRinging, batteryReading, ...) or storeChanged; each with data {}", "responses": {
+          "200": { "description": "An event stream", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+          "401": { "$ref": "#/components/responses/Bad" } } } },
         "/api/tonight": { "get": { "summary": "Tonight (dosetap dose status --json)", "responses": {
           "200": { "description": "Tonight", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Tonight" } } } },
           "401": { "$ref": "#/components/responses/Bad" } } } },
