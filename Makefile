@@ -2,7 +2,8 @@
 #   make run    build and run the agent in the foreground
 #   make test   run every test (unit, property, store, CLI, hardware fixtures under umockdev, a short fuzz run)
 # and, for hardening: make fuzz (10^7 executions per fuzz target), make sanitize (ASan, TSan).
-# make install: the lean release build (static Swift runtime), the systemd user unit and the udev rules.
+# make install: the lean release build (static Swift runtime), the systemd user unit, the udev rules, the man
+# pages and the shell completions. make deb: the same as a Debian package (packaging/debian/, docs/packaging.md).
 SWIFT ?= swift
 ARGS ?=
 
@@ -15,12 +16,20 @@ PREFIX ?= $(HOME)/.local
 BINDIR ?= $(PREFIX)/bin
 USERUNITDIR ?= $(PREFIX)/share/systemd/user
 UDEVRULESDIR ?= /etc/udev/rules.d
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR ?=
+# Where SwiftPM builds the release binary (another scratch path keeps a second release build apart).
+SCRATCH ?= .build
+# The manual's date: the commit's day, so the same commit gives the same pages.
+MANDATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date -u +%Y-%m-%d)
 INSTALL ?= install
 # The installed binary keeps its symbol table (named frames in a crash backtrace), not its DWARF (-36 MB).
 STRIP ?= strip --strip-debug
 
-.PHONY: run test build release deps deps-test deps-bench bench fuzz sanitize clean install install-udev uninstall
+.PHONY: run test build release man completions deb deps deps-test deps-bench bench fuzz sanitize clean install install-udev uninstall
 
 deps:
 	@scripts/install-deps.sh run
@@ -35,17 +44,42 @@ build: deps
 	$(SWIFT) build --product dosetap
 
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product dosetap
+	$(SWIFT) build -c release --static-swift-stdlib --product dosetap --scratch-path $(SCRATCH)
+
+# One manual page per command (dosetap.1, dosetap.alarm.add.1, …), generated from the command definitions
+# by swift-argument-parser's generate-manual tool (what its GenerateManual plugin runs).
+man: release
+	$(SWIFT) build --product generate-manual
+	rm -rf $(SCRATCH)/man && mkdir -p $(SCRATCH)/man
+	.build/debug/generate-manual $(SCRATCH)/release/dosetap --multi-page --date $(MANDATE) \
+	    --authors "DoseTap developers" -o $(SCRATCH)/man
+	scripts/man-names.py $(SCRATCH)/man
+
+# bash, zsh and fish completions, written by the binary itself (swift-argument-parser).
+completions: release
+	mkdir -p $(SCRATCH)/completions
+	$(SCRATCH)/release/dosetap --generate-completion-script bash | sed '1{/^#!/d}' > $(SCRATCH)/completions/dosetap
+	$(SCRATCH)/release/dosetap --generate-completion-script zsh > $(SCRATCH)/completions/_dosetap
+	$(SCRATCH)/release/dosetap --generate-completion-script fish > $(SCRATCH)/completions/dosetap.fish
+
+# The Debian package of the release build: dist/dosetap_VERSION_ARCH.deb (scripts/build-deb.sh).
+deb: man completions
+	scripts/build-deb.sh $(SCRATCH)
 
 # The installed agent is the release build with the Swift runtime linked in (--static-swift-stdlib):
 # the smallest resident footprint (docs/performance.md), and no Swift toolchain needed where it runs.
-install: release
-	$(INSTALL) -Dm755 .build/release/dosetap "$(DESTDIR)$(BINDIR)/dosetap"
+install: release man completions
+	$(INSTALL) -Dm755 $(SCRATCH)/release/dosetap "$(DESTDIR)$(BINDIR)/dosetap"
 	$(STRIP) "$(DESTDIR)$(BINDIR)/dosetap"
 	$(INSTALL) -d "$(DESTDIR)$(USERUNITDIR)"
 	sed -e 's|^ExecStart=%h/.local/bin/dosetap |ExecStart=$(BINDIR)/dosetap |' packaging/systemd/dosetap.service \
 	    > "$(DESTDIR)$(USERUNITDIR)/dosetap.service"
 	chmod 644 "$(DESTDIR)$(USERUNITDIR)/dosetap.service"
+	$(INSTALL) -d "$(DESTDIR)$(MANDIR)/man1"
+	$(INSTALL) -m644 $(SCRATCH)/man/*.1 "$(DESTDIR)$(MANDIR)/man1/"
+	$(INSTALL) -Dm644 $(SCRATCH)/completions/dosetap "$(DESTDIR)$(BASHCOMPDIR)/dosetap"
+	$(INSTALL) -Dm644 $(SCRATCH)/completions/_dosetap "$(DESTDIR)$(ZSHCOMPDIR)/_dosetap"
+	$(INSTALL) -Dm644 $(SCRATCH)/completions/dosetap.fish "$(DESTDIR)$(FISHCOMPDIR)/dosetap.fish"
 	@if [ -n "$(DESTDIR)" ] || [ -w "$(UDEVRULESDIR)" ] || { [ ! -e "$(UDEVRULESDIR)" ] && [ "$$(id -u)" = 0 ]; }; then \
 	    $(MAKE) --no-print-directory install-udev; \
 	else \
@@ -64,7 +98,8 @@ install-udev:
 	fi
 
 uninstall:
-	rm -f "$(DESTDIR)$(BINDIR)/dosetap" "$(DESTDIR)$(USERUNITDIR)/dosetap.service"
+	rm -f "$(DESTDIR)$(BINDIR)/dosetap" "$(DESTDIR)$(USERUNITDIR)/dosetap.service" "$(DESTDIR)$(MANDIR)"/man1/dosetap.*1 \
+	    "$(DESTDIR)$(BASHCOMPDIR)/dosetap" "$(DESTDIR)$(ZSHCOMPDIR)/_dosetap" "$(DESTDIR)$(FISHCOMPDIR)/dosetap.fish"
 	@echo "The udev rules stay in $(UDEVRULESDIR) (sudo rm $(UDEVRULESDIR)/7[012]-dosetap-*.rules); your data stays in ~/.local/share/dosetap."
 
 run: build
@@ -86,4 +121,4 @@ sanitize: deps-test
 	scripts/sanitize.sh address thread
 
 clean:
-	rm -rf .build .build-fuzz .build-asan .build-tsan
+	rm -rf .build .build-fuzz .build-asan .build-tsan dist

@@ -98,6 +98,8 @@ struct HTTPTests {
             #expect(forged.status == .unauthorized)
             let events = try await client.execute(uri: "/events", method: .get)
             #expect(events.status == .unauthorized)
+            let agentEvents = try await client.execute(uri: "/api/events", method: .get)
+            #expect(agentEvents.status == .unauthorized)
         }
         #expect(try f.doses.status().phase == .idle)
     }
@@ -252,7 +254,7 @@ struct HTTPTests {
             let doc = try await client.execute(uri: "/api/openapi.json", method: .get)
             #expect(doc.status == .ok)
             let paths = (doc.json["paths"] as? [String: Any])?.keys.sorted() ?? []
-            #expect(paths.contains("/api/dose/take") && paths.contains("/api/tonight") && paths.contains("/events"))
+            #expect(paths.contains("/api/dose/take") && paths.contains("/api/tonight") && paths.contains("/events") && paths.contains("/api/events"))
         }
     }
 

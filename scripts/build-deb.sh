@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds dist/dosetap_VERSION_ARCH.deb from the release build in SCRATCH (default .build), with dpkg-deb
+# alone: `make install` into a staging tree with Debian's paths, the docs, DEBIAN/{control,md5sums,
+# postinst,postrm}; Depends: computed by dpkg-shlibdeps from the libraries the binary really loads
+# (readelf NEEDED). Called by `make deb` after `make man completions` (docs/packaging.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scratch=${1:-.build}
+version=$(tr -d ' \n\r\t' < VERSION)
+# Who answers for this build: DEBFULLNAME/DEBEMAIL as Debian's tools read them, else the project's address.
+maintainer="${DEBFULLNAME:-DoseTap developers} <${DEBEMAIL:-dosetap@example.org}>"
+arch=$(dpkg --print-architecture)
+work=$(mktemp -d "${TMPDIR:-/tmp}/dosetap-deb.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+stage=$work/dosetap
+
+# The files, where Debian wants them (make install with DESTDIR; it also installs the udev rules).
+make --no-print-directory -s install SCRATCH="$scratch" DESTDIR="$stage" PREFIX=/usr \
+    USERUNITDIR=/usr/lib/systemd/user UDEVRULESDIR=/usr/lib/udev/rules.d \
+    ZSHCOMPDIR=/usr/share/zsh/vendor-completions FISHCOMPDIR=/usr/share/fish/vendor_completions.d >/dev/null
+gzip -9n "$stage"/usr/share/man/man1/*.1
+doc=$stage/usr/share/doc/dosetap
+install -d "$doc" "$doc/docs"
+install -m644 packaging/debian/copyright "$doc/copyright"
+install -m644 README.md "$doc/README.md"
+install -m644 docs/*.md "$doc/docs/"
+# A native package's changelog: this version, from the commit it was built from.
+date=$(git log -1 --format=%aD 2>/dev/null || date -R)
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+printf 'dosetap (%s) unstable; urgency=medium\n\n  * Built from commit %s (see the git log for the changes).\n\n -- %s  %s\n' \
+    "$version" "$commit" "$maintainer" "$date" | gzip -9n > "$doc/changelog.gz"
+chmod 644 "$doc/changelog.gz"
+# Lintian's overrides, each with its reason (docs/packaging.md, "Lintian").
+install -Dm644 packaging/debian/lintian-overrides "$stage/usr/share/lintian/overrides/dosetap"
+
+# Depends: what the binary loads, as dpkg-shlibdeps maps it to packages and minimum versions.
+mkdir -p "$work/debian"
+printf 'Source: dosetap\n\nPackage: dosetap\nArchitecture: any\n' > "$work/debian/control"
+depends=$(cd "$work" && dpkg-shlibdeps -O -e dosetap/usr/bin/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+[[ -n $depends ]] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+
+install -d -m755 "$stage/DEBIAN"
+size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s|@MAINTAINER@|$maintainer|" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$depends/" \
+    packaging/debian/control.in > "$stage/DEBIAN/control"
+install -m755 packaging/debian/postinst packaging/debian/postrm "$stage/DEBIAN/"
+(cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
+chmod 644 "$stage/DEBIAN/md5sums"
+find "$stage" -type d -exec chmod 755 {} +
+
+mkdir -p dist
+out=dist/dosetap_${version}_${arch}.deb
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$out" >/dev/null
+echo "$out"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Tests the Debian package (make deb) the way a user meets it, in throwaway roots (dpkg --root), never on
+# this machine's own dpkg database:
+#   1. lintian: no error or warning tag (the overrides it honours are explained in the package);
+#   2. the control fields: Depends only on what the binary loads (readelf NEEDED → dpkg -S), Recommends;
+#   3. install into a root whose dpkg database is a copy of this machine's (so Depends are checked for
+#      real): every file in its Debian place, the binary runs (--version), the unit's ExecStart is
+#      /usr/bin/dosetap, postinst runs (chrootless, DPKG_ROOT set: it must not touch the host's udev);
+#   4. the same into a root that lacks one dependency: dpkg refuses it (the Depends are not decoration);
+#   5. remove and purge leave nothing of the package behind.
+# Usage: scripts/test-deb.sh dist/dosetap_VERSION_ARCH.deb
+set -euo pipefail
+deb=${1:?usage: scripts/test-deb.sh PACKAGE.deb}
+fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
+pass() { echo "test-deb: ok: $*"; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/dosetap-debtest.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# 1. lintian (as a normal user when run as root: lintian refuses nothing as root, but says so).
+lintian_out=$work/lintian.txt
+lintian --fail-on none --display-info --show-overrides "$deb" > "$lintian_out" 2>&1 || true
+if grep -E '^[EW]: ' "$lintian_out"; then fail "lintian reports errors or warnings (above)"; fi
+pass "lintian: no E: or W: tag ($(grep -c '^O: ' "$lintian_out" || true) overridden, $(grep -c '^I: ' "$lintian_out" || true) info)"
+sed 's/^/  lintian /' "$lintian_out"
+
+# 2. Depends = the libraries the binary loads, each mapped to its package.
+dpkg-deb -x "$deb" "$work/x"
+depends=$(dpkg-deb -f "$deb" Depends)
+needed=$(readelf -d "$work/x/usr/bin/dosetap" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p')
+[[ -n $needed ]] || fail "readelf found no NEEDED library"
+owners=()
+for lib in $needed; do
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
+  [[ -n $path ]] || fail "$lib is not installed here"
+  pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1 || true)
+  [[ -n $pkg ]] || pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1 || true)
+  [[ -n $pkg ]] || fail "no package owns $path ($lib)"
+  owners+=("$pkg")
+done
+want=$(printf '%s\n' "${owners[@]}" | sort -u)
+have=$(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/|.*//; s/ //g' | sort -u)
+[[ $want == "$have" ]] || fail "Depends ($(echo $have)) are not the packages of the loaded libraries ($(echo $want))"
+grep -q 'libswift' <<<"$needed" && fail "the binary needs the Swift runtime's shared libraries (not a --static-swift-stdlib build)"
+recommends=$(dpkg-deb -f "$deb" Recommends)
+[[ $recommends == *bluez* && $recommends == *pipewire-bin* && $recommends == *alsa-utils* && $recommends == *upower* ]] \
+  || fail "Recommends: $recommends"
+pass "Depends: $depends"
+
+# A throwaway root for dpkg: a database that believes what this machine has installed.
+mkroot() {
+  local root=$1
+  mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/lib/dpkg/triggers" "$root/var/log"
+  cp /var/lib/dpkg/status "$root/var/lib/dpkg/status"
+  touch "$root/var/lib/dpkg/available"
+}
+dpkg_in() { local root=$1; shift; dpkg --root="$root" --force-script-chrootless --force-not-root --log="$root/var/log/dpkg.log" "$@"; }
+
+# 3. Install.
+root=$work/root
+mkroot "$root"
+dpkg_in "$root" -i "$deb" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "dpkg -i into a throwaway root"; }
+for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
+         usr/lib/udev/rules.d/70-dosetap-vibra.rules usr/lib/udev/rules.d/71-dosetap-hid-buttons.rules \
+         usr/lib/udev/rules.d/72-dosetap-rtc-wakealarm.rules \
+         usr/share/man/man1/dosetap.1.gz usr/share/man/man1/dosetap.alarm.add.1.gz \
+         usr/share/bash-completion/completions/dosetap usr/share/zsh/vendor-completions/_dosetap \
+         usr/share/fish/vendor_completions.d/dosetap.fish \
+         usr/share/doc/dosetap/copyright usr/share/doc/dosetap/changelog.gz usr/share/doc/dosetap/README.md; do
+  [[ -f $root/$f ]] || fail "$f is not installed"
+done
+[[ $("$root/usr/bin/dosetap" --version) =~ ^dosetap\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\  ]] || fail "the installed binary's --version"
+grep -qx 'ExecStart=/usr/bin/dosetap agent' "$root/usr/lib/systemd/user/dosetap.service" || fail "the unit's ExecStart"
+[[ $(zcat "$root/usr/share/man/man1/dosetap.1.gz") == *$'\n.Dt DOSETAP 1'* ]] || fail "dosetap.1 is not a manual page"
+lexgrog "$root/usr/share/man/man1/dosetap.dose.take.1.gz" > /dev/null || fail "whatis cannot read dosetap.dose.take's NAME"
+bash -c "source '$root/usr/share/bash-completion/completions/dosetap' && complete -p dosetap" >/dev/null || fail "the bash completion does not load"
+[[ $(dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Status}' dosetap) == "install ok installed" ]] || fail "dpkg does not record it as installed"
+find "$root" -path "$root/var" -prune -o -newer "$root/var/lib/dpkg/available" -type f -print | grep -v '^'"$root"'/usr/' && fail "files outside /usr"
+pass "installed in a throwaway root: $(dpkg-query --admindir="$root/var/lib/dpkg" -L dosetap | wc -l) paths; $("$root/usr/bin/dosetap" --version)"
+
+# 4. A root without one dependency refuses the package.
+lacking=$work/lacking
+mkroot "$lacking"
+first=$(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/ //g' | awk '$0 != "libc6" && !found {print; found = 1}')
+python3 - "$lacking/var/lib/dpkg/status" "$first" <<'PY'
+import sys
+path, name = sys.argv[1], sys.argv[2]
+blocks = open(path, encoding="utf-8").read().split("\n\n")
+kept = [b for b in blocks if not any(l == f"Package: {name}" for l in b.splitlines())]
+open(path, "w", encoding="utf-8").write("\n\n".join(kept))
+PY
+if dpkg_in "$lacking" -i "$deb" > "$work/lacking.log" 2>&1; then fail "installed without $first"; fi
+grep -q "depends on $first" "$work/lacking.log" || { cat "$work/lacking.log"; fail "the refusal does not name $first"; }
+pass "refused where $first is missing"
+
+# 5. Remove, purge: nothing of it stays.
+dpkg_in "$root" -r dosetap > "$work/remove.log" 2>&1 || { cat "$work/remove.log"; fail "dpkg -r"; }
+[[ ! -e $root/usr/bin/dosetap && ! -e $root/usr/lib/systemd/user/dosetap.service ]] || fail "files left after remove"
+dpkg_in "$root" -P dosetap > "$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg -P"; }
+left=$( { find "$root/usr" -type f 2>/dev/null || true; } | wc -l)  # dpkg may remove /usr itself
+[[ $left == 0 ]] || fail "$left files left after purge"
+pass "removed and purged"
