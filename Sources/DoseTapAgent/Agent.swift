@@ -100,8 +100,9 @@ public enum Agent {
                                   logger: logger, events: events, databaseChanges: watcher?.changes())
         // The household (#12): backups of our alarms, and the others' backups ringing here.
         let identity = HouseholdIdentity(name: configuration.current.householdName, device: configuration.current.device)
+        let broker = householdLink(configuration.current.mqtt, identity: identity, logger: logger)
         let household = HouseholdService(
-            identity: identity, database: database, broker: householdLink(configuration.current.mqtt, identity: identity, logger: logger),
+            identity: identity, database: database, broker: broker,
             delivery: BackupDelivery(http: AsyncHTTPOutbound(), clock: TimerFDScheduler.shared, wording: .init(household: identity.name),
                                      pushTokenFile: configuration.current.pushTokenFile, phone: configuration.current.phone, logger: logger),
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
@@ -129,6 +130,13 @@ public enum Agent {
         if let desktop = devices.desktop {
             services.append(.init(service: NotificationActions(desktop: desktop, feedback: feedback, doses: doses, logger: logger,
                                                                ringer: ringer, alarms: ringing, usageAlerts: usageAlerts)))
+        }
+        // Home Assistant (#16 §4) on the household's broker connection: its last will is the entities' availability.
+        if let homeAssistant = homeAssistantService(
+            configuration.current, broker: broker, identity: identity, database: database, doses: doses, alarms: ringing,
+            battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
+            events: events, databaseChanges: watcher?.changes(), logger: logger) {
+            services.append(.init(service: homeAssistant))
         }
         // Buttons: BlueZ on the system bus. Without it (no bluetoothd, a container) the rest still runs.
         let hid: HIDButtonSource?
@@ -177,6 +185,31 @@ public enum Agent {
         withExtendedLifetime(watcher) {}
         notifier.notify("STOPPING=1")
         logger.info("agent stopped")
+    }
+}
+
+/// Home Assistant's service when `[home_assistant] enabled = true` and the household broker can carry it; nil
+/// otherwise, with the reason logged as an error when it was asked for (never a silent half-feature).
+func homeAssistantService(_ configuration: AgentConfiguration, broker: Result<HouseholdLink, HouseholdLink.Refused>?, identity: HouseholdIdentity,
+                          database: DoseTapDatabase, doses: DoseUseCases, alarms: any RingingAlarmControl,
+                          battery: @escaping @Sendable () -> BatteryStatus?, events: EventBus, databaseChanges: AsyncStream<Void>?,
+                          logger: Logger) -> HomeAssistantService? {
+    let settings = configuration.homeAssistant
+    guard settings.enabled else { return nil }
+    switch broker {
+    case nil:
+        logger.error("Home Assistant is off: [home_assistant] needs the household broker, and config.toml has no [mqtt] section")
+        return nil
+    case .failure(let refused):
+        logger.error("Home Assistant is off: the household broker is off (\(refused.reason))", metadata: ["broker": "\(refused.url)"])
+        return nil
+    case .success(let link):
+        if settings.buttons.contains(.take) || settings.buttons.contains(.snooze) {
+            logger.notice("Home Assistant can record doses: anyone who may publish on \(HouseholdTopic.homeAssistantRoot(household: identity.topic))\(identity.device)/command/ can press Take or Snooze")
+        }
+        return HomeAssistantService(settings: settings, identity: identity, client: link.client, database: database, doses: doses,
+                                    alarms: alarms, battery: battery, events: events, databaseChanges: databaseChanges,
+                                    clock: TimerFDScheduler.shared, logger: logger)
     }
 }
 

@@ -41,6 +41,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var phone: PhoneSettings?
     /// `[web] listen`: the TCP addresses of the dashboard (#14); the Unix socket is always there.
     public var webListen: [WebListenAddress] = [WebListenAddress.defaultLoopback]
+    /// `[home_assistant]`: MQTT discovery over the household broker (off unless `enabled = true`).
+    public var homeAssistant = HomeAssistantSettings()
 
     public static let pollRange = 60...3600
 
@@ -153,7 +155,7 @@ public struct AgentConfiguration: Sendable, Equatable {
         let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"],
                                             "household": ["name", "device"], "mqtt": ["url", "username", "password_file", "ca_file"],
                                             "push": ["token_file"], "phone": ["url", "account", "token_file", "from"],
-                                            "web": ["listen"]]
+                                            "web": ["listen"], "home_assistant": ["enabled", "discovery_prefix", "buttons"]]
         for key in table.keys {
             guard let allowed = known[key] else { throw ConfigurationError("\(source): unknown section '\(key)'") }
             guard let section = table[key]?.table else {
@@ -193,6 +195,9 @@ public struct AgentConfiguration: Sendable, Equatable {
         }
         if let mqtt = table["mqtt"]?.table {
             config.mqtt = try MQTTSettings.parse(mqtt, source: source)
+        }
+        if let homeAssistant = table["home_assistant"]?.table {
+            config.homeAssistant = try HomeAssistantSettings.parse(homeAssistant, source: source)
         }
         if let push = table["push"]?.table, let value = push["token_file"] {
             config.pushTokenFile = try secretFile(value.string, key: "push.token_file", source: source)

@@ -214,11 +214,11 @@ struct DoseInputFeedbackTests {
         return .doseRecorded(event, confirmation: confirmation, status: status, nudge: nudge)
     }
 
-    @Test("button, notification and web inputs are answered; the command line and the agent's own records are not")
+    @Test("button, notification, web and Home Assistant (mqtt) inputs are answered; the command line and the agent's own records are not")
     func whoIsAnswered() throws {
         for source in InputSource.allCases {
             let cue = DoseInputFeedback.cue(for: try recorded(source: source, nudge: nil))
-            #expect((cue != nil) == [.button, .notification, .web].contains(source), "\(source)")
+            #expect((cue != nil) == [.button, .notification, .web, .mqtt].contains(source), "\(source)")
             #expect(cue?.event == .doseRecorded || cue == nil)
         }
         let refusal = DoseRefusal(code: .staleInput, message: "Ignored: the press is 9 s old; a delayed input never records a dose")

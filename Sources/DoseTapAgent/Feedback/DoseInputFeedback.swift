@@ -25,7 +25,7 @@ public final class DoseInputFeedback: Service, Sendable, CustomStringConvertible
     }
 
     /// The sources a person uses away from a terminal.
-    public static let answered: Set<InputSource> = [.button, .notification, .web]
+    public static let answered: Set<InputSource> = [.button, .notification, .web, .mqtt]
 
     private let stream: AsyncStream<AgentEvent>
     private let play: @Sendable (Cue) async -> Void

@@ -268,6 +268,8 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
     // MARK: Messages from the broker
 
     func receive(_ message: MQTTMessage) {
+        // Home Assistant's topics (this agent's are tapped before they get here; other devices' pass by).
+        if message.topic.hasPrefix(HouseholdTopic.homeAssistantRoot(household: identity.topic)) { return }
         let parsed: HouseholdMessage
         do {
             parsed = try HouseholdMessage.parse(topic: message.topic, payload: message.payload, household: identity.topic)

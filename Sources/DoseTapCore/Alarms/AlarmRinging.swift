@@ -25,6 +25,8 @@ public enum AlarmRingEnder: String, Sendable, Equatable, CaseIterable, Codable {
     case notification
     case button
     case web
+    /// A Home Assistant button over the household broker.
+    case mqtt
     /// Ten minutes without an answer.
     case timeout
     /// The alarm was turned off, edited or removed while it rang.

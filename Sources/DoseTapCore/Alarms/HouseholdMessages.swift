@@ -39,6 +39,10 @@ public enum HouseholdTopic: Sendable, Equatable, Hashable {
     /// Every topic of the household (the one subscription).
     public static func all(household: String) -> String { "dosetap/\(household)/#" }
 
+    /// Home Assistant's state and command topics of every device live under here (docs/home-assistant.md):
+    /// not messages of the cascade, which leaves them alone.
+    public static func homeAssistantRoot(household: String) -> String { "dosetap/\(household)/ha/" }
+
     public func topic(household: String) -> String {
         let base = "dosetap/\(household)"
         switch self {

@@ -7,6 +7,8 @@ public enum InputSource: String, Sendable, Equatable, Codable, CaseIterable {
     case notification
     case agent
     case web
+    /// A Home Assistant button over the household broker (docs/home-assistant.md).
+    case mqtt
 }
 
 /// Why dose 2 was skipped.

@@ -99,7 +99,7 @@ public enum DosePolicy {
                 return .record(.dose2(late: false), confirmation: "Dose 2 taken at \(clock.time(now)), \(minutes) min after Dose 1.")
             case .closed:
                 let closedAt = clock.time(session.windowClosesAt)
-                if input.source == .button {
+                if input.source == .button || input.source == .mqtt {
                     return refuse(.lateFromButton, "The Dose 2 window closed at \(closedAt); a late dose is never recorded from a button")
                 }
                 guard confirmLate else {

@@ -39,8 +39,16 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
+    /// A second reader of the same connection: the messages under its topic prefixes, and the link changes.
+    private struct Tap: Sendable {
+        var prefixes: [String]
+        var messages: AsyncStream<MQTTMessage>.Continuation
+        var links: AsyncStream<Bool>.Continuation
+    }
+
     private final class State: Sendable {
         let subscriptions = Mutex<[String]>([])
+        let taps = Mutex<[Tap]>([])
         let connected = Mutex<CheckedContinuation<Void, any Error>?>(nil)
         let isConnected = Mutex(false)
         let sink: AsyncStream<MQTTMessage>.Continuation
@@ -98,6 +106,7 @@ public final class MQTTClient: @unchecked Sendable {
             if rc == 0 {
                 state.isConnected.withLock { $0 = true }
                 state.links.yield(true)
+                for tap in state.taps.withLock({ $0 }) { tap.links.yield(true) }
                 for pattern in state.subscriptions.withLock({ $0 }) { mosquitto_subscribe(mosq, nil, pattern, 1) }
                 state.connected.withLock { $0.take() }?.resume()
             } else {
@@ -111,14 +120,22 @@ public final class MQTTClient: @unchecked Sendable {
                 defer { connected = false }
                 return connected
             }
-            if was { state.links.yield(false) }
+            if was {
+                state.links.yield(false)
+                for tap in state.taps.withLock({ $0 }) { tap.links.yield(false) }
+            }
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message, let topic = message.pointee.topic else { return }
             let state = Unmanaged<State>.fromOpaque(context).takeUnretainedValue()
             let count = Int(max(0, message.pointee.payloadlen))
             let payload = message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
-            state.sink.yield(MQTTMessage(topic: String(cString: topic), payload: payload, retained: message.pointee.retain))
+            let delivered = MQTTMessage(topic: String(cString: topic), payload: payload, retained: message.pointee.retain)
+            if let tap = state.taps.withLock({ $0.first { $0.prefixes.contains(where: delivered.topic.hasPrefix) } }) {
+                tap.messages.yield(delivered)
+            } else {
+                state.sink.yield(delivered)
+            }
         }
     }
 
@@ -127,6 +144,10 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_destroy(handle)
         state.sink.finish()
         state.links.finish()
+        for tap in state.taps.withLock({ $0 }) {
+            tap.messages.finish()
+            tap.links.finish()
+        }
         box.release()
     }
 
@@ -159,6 +180,17 @@ public final class MQTTClient: @unchecked Sendable {
 
     public var isConnected: Bool { state.isConnected.withLock { $0 } }
 
+    /// Another reader of this one connection (Home Assistant beside the household cascade): the messages whose
+    /// topic starts with one of `prefixes` go to its stream instead of `messages`, and it hears every link
+    /// change from now on (`true` at once when the link is up). Call it before those topics are subscribed.
+    public func tap(prefixes: [String]) -> (messages: AsyncStream<MQTTMessage>, links: AsyncStream<Bool>) {
+        let (messages, sink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let (links, linkSink) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        state.taps.withLock { $0.append(Tap(prefixes: prefixes, messages: sink, links: linkSink)) }
+        if isConnected { linkSink.yield(true) }
+        return (messages, links)
+    }
+
     /// TLS for `mqtts://`: the broker's certificate is checked against `caFile` (and its host name). Must be
     /// called before `connect`; a CA file that cannot be used throws (the feature stops: never plain text).
     public func useTLS(caFile: String?) throws {
@@ -167,9 +199,14 @@ public final class MQTTClient: @unchecked Sendable {
         _ = mosquitto_tls_insecure_set(handle, false)
     }
 
-    /// Subscribes now and after every reconnection.
+    /// Subscribes now and after every reconnection. Before the broker accepted the connection the pattern is
+    /// only kept (the connect callback subscribes every kept pattern): a SUBSCRIBE sent while the connection is
+    /// still being made could leave before the CONNECT, and the broker would drop the connection for it.
     public func subscribe(_ pattern: String) throws {
         state.subscriptions.withLock { $0.append(pattern) }
+        // The connect callback sets `isConnected` before it reads the patterns: a pattern added meanwhile is
+        // subscribed by one of the two (or both: a repeated SUBSCRIBE is harmless).
+        guard isConnected else { return }
         let rc = mosquitto_subscribe(handle, nil, pattern, 1)
         guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) || rc == Int32(MOSQ_ERR_NO_CONN.rawValue) else {
             throw MQTTError("cannot subscribe to \(pattern): \(Self.describe(rc))")
