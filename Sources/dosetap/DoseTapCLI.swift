@@ -12,7 +12,7 @@ struct DoseTapCLI: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dosetap",
         abstract: "Makes sure an alarm, and a medication dose, never fail silently.",
-        subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, HouseholdCommand.self, WebCommand.self]
+        subcommands: [AgentCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, LogsCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, HouseholdCommand.self, WebCommand.self]
     )
 
     /// Starts the command. `dosetap agent` first makes the agent's one epoll thread Swift concurrency's

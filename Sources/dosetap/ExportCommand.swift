@@ -8,7 +8,7 @@ struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export the dose history.",
-        subcommands: [CSV.self]
+        subcommands: [CSV.self, ICS.self]
     )
 
     struct CSV: ParsableCommand {
