@@ -49,6 +49,8 @@ trap cleanup EXIT
 
 # The reference BTHome parser (bthome-ble from PyPI, pinned) for the differential tests.
 scripts/bthome-reference.sh >/dev/null
+# The iCalendar parser (icalendar from PyPI, pinned) that checks `dosetap export ics`.
+scripts/icalendar-reference.sh >/dev/null
 
 # DOSETAP_SANITIZER=address|thread (scripts/sanitize.sh, make sanitize): the same suite built with that
 # sanitizer in its own scratch path (.build-asan, .build-tsan); the crash-safety and fuzz runs are left out.
