@@ -7,7 +7,7 @@ import Foundation
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export the dose history.",
+        abstract: "Export the dose history (csv) or the coming alarms and the dose window (ics).",
         subcommands: [CSV.self, ICS.self]
     )
 

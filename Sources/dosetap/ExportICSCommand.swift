@@ -13,11 +13,7 @@ extension ExportCommand {
         @Option(help: "Days ahead, from 1 to 366 (default 7).")
         var days: String?
 
-        @Option(help: "Write to this file instead of standard output (a new file is created with mode 0600; never the database, a link or a device).")
-        var output: String?
-
-        @Flag(help: "With --output: replace an existing regular file (its mode is kept).")
-        var force = false
+        @OptionGroup var destination: ExportOutputOptions
 
         @OptionGroup var location: LocationOptions
 
@@ -41,7 +37,7 @@ extension ExportCommand {
             let export = try failing {
                 try CalendarExport(store: DataStore(directory: directory), identity: InstallIdentity.load(dataDirectory: directory)).export(days: days)
             }
-            try ExportDestination(output: output, force: force, location: location).write(export.ics)
+            try ExportDestination(destination, location: location).write(export.ics)
             for note in export.notes {
                 StandardOutput.error("dosetap: note: \(oneLine(note))\n")
             }

@@ -27,11 +27,7 @@ struct LogsCommand: ParsableCommand {
         @Flag(help: "Read the system journal's dosetap.service (an agent run as a system service) instead of your user's.")
         var system = false
 
-        @Option(help: "Write to this file instead of standard output (a new file is created with mode 0600; never the database, a link or a device).")
-        var output: String?
-
-        @Flag(help: "With --output: replace an existing regular file (its mode is kept).")
-        var force = false
+        @OptionGroup var destination: ExportOutputOptions
 
         @OptionGroup var location: LocationOptions
 
@@ -52,7 +48,7 @@ struct LogsCommand: ParsableCommand {
                 try await LogExport(store: DataStore(directory: directory), identity: InstallIdentity.load(dataDirectory: directory))
                     .export(from: source, age: age)
             }
-            try ExportDestination(output: output, force: force, location: location).write(export.csv)
+            try ExportDestination(destination, location: location).write(export.csv)
             if export.untimed > 0 {
                 StandardOutput.error("dosetap: note: \(export.untimed) line\(export.untimed == 1 ? "" : "s") without a readable time left out (not in the agent's log format)\n")
             }

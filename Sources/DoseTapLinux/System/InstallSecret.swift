@@ -17,7 +17,11 @@ public enum InstallSecret {
 
     /// The secret of the data folder, created (with the folder, 0700) when missing. A file others may read,
     /// or one that is not 64 hex digits, is refused in one line, never replaced silently.
-    public static func loadOrCreate(dataDirectory: URL) throws(LoadError) -> [UInt8] {
+    ///
+    /// The other parameters make it the loader of any such 32-byte secret file (the dashboard's
+    /// `web-secret` keeps the same rules): its name, what it is called in an error, and what deleting it does.
+    public static func loadOrCreate(dataDirectory: URL, fileName: String = InstallSecret.fileName, kind: String = "DoseTap install secret",
+                                    deleting: String = "give every button new hashes") throws(LoadError) -> [UInt8] {
         let path = dataDirectory.appendingPathComponent(fileName).path
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true,
@@ -34,13 +38,13 @@ public enum InstallSecret {
                     throw LoadError(description: "\(path) is not a regular file")
                 }
                 guard info.st_mode & 0o077 == 0 else {
-                    throw LoadError(description: "\(path) is readable by others: chmod 600 \(path)")
+                    throw LoadError(description: "\(path) is readable by others: chmod 600 \(path) (or delete it to \(deleting))")
                 }
                 var buffer = [UInt8](repeating: 0, count: 256)
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 let text = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : ""
                 guard let bytes = try? HexBytes.parse(text, count: 32) else {
-                    throw LoadError(description: "\(path) is not a DoseTap install secret (64 hex digits): delete it to make a new one")
+                    throw LoadError(description: "\(path) is not a \(kind) (64 hex digits): delete it to make a new one")
                 }
                 return bytes
             }
