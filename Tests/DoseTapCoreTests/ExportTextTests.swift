@@ -169,6 +169,10 @@ struct ExportTextTests {
         // The name "a" never reaches into a hash another pass wrote.
         let mixed = a.clean("a A4:C1:38:8D:18:B2 a")
         #expect(mixed.hasPrefix("button-") && mixed.contains(" bt-"))
+        // A default name (kind and the address's last two bytes), even of a button no longer added.
+        #expect(a.clean("press from bthome-18B2.") == "press from button-\(Self.fakeHash("button", "bthome-18B2")).")
+        #expect(a.clean("ITAG-18b2") == "button-\(Self.fakeHash("button", "itag-18B2"))")
+        #expect(a.clean("xbthome-18B2 stays").hasPrefix("xbthome-18B2"))
         let record = a.clean(LogRecord(time: nil, level: "info", message: "m", metadata: [.init("button", "Removed Long Ago")]))
         #expect(record.metadata.count == 1 && record.metadata[0].value.hasPrefix("button-") && !record.metadata[0].value.contains("Removed"))
     }

@@ -77,7 +77,8 @@ public enum AgentLogLine {
 /// - Dose amounts: a number followed by `g`, `gram` or `grams`, the number after a word that mentions
 ///   grams (`dose1Grams=4.5`, `"dose2Grams":4.5`), and metadata whose key mentions grams or an amount.
 /// - Button names: every name of an added button (as typed and as the log escapes it), as a whole word,
-///   any case; and the values of `button`, `remote` and `name` metadata.
+///   any case; the default names DoseTap gives (`bthome-18B2`), of removed buttons too; and the values of
+///   `button`, `remote`, `name` and `alias` metadata.
 public struct LogAnonymizer: Sendable {
     /// (domain, value) → a short lower-case hex hash, stable for this install.
     public typealias HashFunction = @Sendable (_ domain: String, _ value: String) -> String
@@ -128,6 +129,7 @@ public struct LogAnonymizer: Sendable {
         segments = pass(segments, keys)
         segments = pass(segments, amounts)
         segments = pass(segments, buttonNames)
+        segments = pass(segments, defaultNames)
         return segments.map { segment in
             switch segment {
             case .plain(let characters): String(characters)
@@ -290,6 +292,23 @@ public struct LogAnonymizer: Sendable {
                     i += 1
                 }
             }
+        }
+        return hits
+    }
+
+    /// The name DoseTap gives a button added without one (`bthome-18B2`: the kind and the address's last
+    /// two bytes), also for a button removed since: hashed as that button's name would be.
+    private func defaultNames(_ original: [Character]) -> [(range: Range<Int>, text: String)] {
+        let text = String(original)
+        guard text.count == original.count else { return [] }
+        var hits: [(range: Range<Int>, text: String)] = []
+        for match in text.matches(of: #/(?i)(?:^|[^\p{L}\p{N}_])((?:bthome|itag|hid)-[0-9a-f]{4})(?![\p{L}\p{N}_])/#) {
+            let name = match.output.1
+            let start = text.distance(from: text.startIndex, to: name.startIndex)
+            // As ButtonConfig spells it: the kind in lower case, the hex in upper case.
+            let parts = name.split(separator: "-")
+            let canonical = parts[0].lowercased() + "-" + parts[1].uppercased()
+            hits.append((start..<(start + name.count), "button-" + hash("button", canonical)))
         }
         return hits
     }
