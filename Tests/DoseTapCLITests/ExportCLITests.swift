@@ -105,6 +105,35 @@ struct ExportCLITests {
         #expect((window["alarms"] as? [[String: Any]])?.compactMap { $0["trigger"] as? Int } == [0, 900, 4500])
     }
 
+    @Test("export ics in Lord Howe's half-hour DST and in a POSIX TZ string: the VTIMEZONE agrees with zoneinfo, times stay 06:30 local")
+    func otherZones() async throws {
+        // Lord Howe: +11:00 until 2026-04-05 02:00, then +10:30.
+        let cli = try CLI()
+        let zone = "Australia/Lord_Howe"
+        #expect(try await cli.dose(["alarm", "add", "06:30", "--repeat", "daily"], at: "2026-04-03 12:00:00", tz: zone).exitCode == 0)
+        let r = try await cli.dose(["export", "ics", "--days", "3"], at: "2026-04-03 12:00:00", tz: zone)
+        #expect(r.exitCode == 0, "\(r.err)")
+        let file = cli.home.appendingPathComponent("lh.ics").path
+        try r.out.write(toFile: file, atomically: true, encoding: .utf8)
+        let parsed = try await Self.parse(file)
+        #expect(parsed["timezones"] as? [String] == [zone])
+        #expect((parsed["vtimezoneMismatches"] as? [Any])?.isEmpty == true, "\(parsed["vtimezoneMismatches"] ?? "")")
+        #expect(Self.events(parsed).compactMap { $0["dtstart"] as? String } == ["2026-04-03T19:30:00+00:00", "2026-04-04T20:00:00+00:00", "2026-04-05T20:00:00+00:00"])
+        #expect(r.out.contains("TZOFFSETFROM:+1100\r\nTZOFFSETTO:+1030\r\n"))
+
+        // A POSIX TZ string: Foundation alone would take it for UTC; the system's zone is a fixed +03:30.
+        let posix = try CLI()
+        let tz = "<+0330>-3:30"
+        #expect(try await posix.dose(["alarm", "add", "06:30", "--repeat", "daily"], at: "2026-04-03 12:00:00", tz: tz).exitCode == 0)
+        let p = try await posix.dose(["export", "ics", "--days", "1"], at: "2026-04-03 12:00:00", tz: tz)
+        #expect(p.exitCode == 0, "\(p.err)")
+        let posixFile = posix.home.appendingPathComponent("posix.ics").path
+        try p.out.write(toFile: posixFile, atomically: true, encoding: .utf8)
+        let event = try #require(Self.events(try await Self.parse(posixFile)).first)
+        #expect(event["dtstart"] as? String == "2026-04-04T03:00:00+00:00", "\(event)")
+        #expect((event["dtstartTzid"] as? String)?.hasPrefix("GMT") == true, "\(event)")
+    }
+
     @Test("export ics --days: 0, negative, too many, not a number → usage error 64 in one line; --output keeps the file rules")
     func icsUsage() async throws {
         let cli = try CLI()
