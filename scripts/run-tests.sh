@@ -10,7 +10,7 @@ done
 
 /usr/bin/python3 -c 'import dbusmock' 2>/dev/null || { echo "run-tests: python3-dbusmock is missing for /usr/bin/python3" >&2; exit 1; }
 [[ -x /usr/sbin/mosquitto ]] || { echo "run-tests: /usr/sbin/mosquitto is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
-for tool in dbus-daemon dbus-send sox setpriv chromium chromedriver; do
+for tool in dbus-daemon dbus-send sox setpriv chromium chromedriver journalctl; do
   command -v "$tool" >/dev/null || { echo "run-tests: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
 done
 
@@ -49,6 +49,8 @@ trap cleanup EXIT
 
 # The reference BTHome parser (bthome-ble from PyPI, pinned) for the differential tests.
 scripts/bthome-reference.sh >/dev/null
+# The iCalendar parser (icalendar from PyPI, pinned) that checks `dosetap export ics`.
+scripts/icalendar-reference.sh >/dev/null
 
 # DOSETAP_SANITIZER=address|thread (scripts/sanitize.sh, make sanitize): the same suite built with that
 # sanitizer in its own scratch path (.build-asan, .build-tsan); the crash-safety and fuzz runs are left out.

@@ -7,8 +7,8 @@ import Foundation
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export the dose history.",
-        subcommands: [CSV.self]
+        abstract: "Export the dose history (csv) or the coming alarms and the dose window (ics).",
+        subcommands: [CSV.self, ICS.self]
     )
 
     struct CSV: ParsableCommand {
