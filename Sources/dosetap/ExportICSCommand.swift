@@ -15,7 +15,7 @@ extension ExportCommand {
 
         @OptionGroup var destination: ExportOutputOptions
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func validate() throws {
             _ = try dayCount()

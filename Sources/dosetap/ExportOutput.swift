@@ -18,9 +18,9 @@ struct ExportOutputOptions: ParsableArguments {
 struct ExportDestination {
     var output: String?
     var force: Bool
-    var location: LocationOptions
+    var location: any Locating
 
-    init(_ options: ExportOutputOptions, location: LocationOptions) {
+    init(_ options: ExportOutputOptions, location: any Locating) {
         output = options.output
         force = options.force
         self.location = location

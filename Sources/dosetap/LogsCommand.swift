@@ -29,7 +29,7 @@ struct LogsCommand: ParsableCommand {
 
         @OptionGroup var destination: ExportOutputOptions
 
-        @OptionGroup var location: LocationOptions
+        @OptionGroup var location: DataOptions
 
         func validate() throws {
             _ = try age()

@@ -1,5 +1,6 @@
 import DoseTapCore
 import Foundation
+import DoseTapVersion
 
 /// The topics of one agent in Home Assistant (docs/home-assistant.md): discovery configs under the discovery
 /// prefix, states and commands under `dosetap/<household>/ha/<device>/`, availability on the household's
@@ -54,8 +55,8 @@ public struct HomeAssistantEntity: Sendable {
 
 /// The pure part of the discovery: which entities, with which configs, and how states are spelled.
 public enum HomeAssistantDiscovery {
-    /// The software version in each device block.
-    public static let softwareVersion = "0.1.0"
+    /// The software version in each device block: this binary's (`dosetap --version`).
+    public static let softwareVersion = DoseTapVersion.version
     /// The payload of every button (`payload_press`): any other payload on a command topic is refused.
     public static let press = "PRESS"
     public static let on = "ON"
