@@ -35,7 +35,7 @@ def free_port():
 
 
 class Agent:
-    def __init__(self):
+    def __init__(self, wrap=()):
         self.home = pathlib.Path(tempfile.mkdtemp(prefix="dosetap-cli-web-"))
         self.port = free_port()
         config = self.home / "config" / "dosetap"
@@ -49,7 +49,7 @@ class Agent:
             "XDG_RUNTIME_DIR": str(runtime), "DOSETAP_UPOWER_DIR": str(self.home / "upower"),
         }
         self.log = open(self.home / "agent.log", "w+")
-        self.process = subprocess.Popen([BIN, "agent"], env=self.env, stdout=self.log, stderr=self.log)
+        self.process = subprocess.Popen([*wrap, BIN, "agent"], env=self.env, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log_text()
@@ -447,3 +447,26 @@ def test_the_agent_stops_promptly_with_a_live_page_open(agent, browser):
     agent.stop()
     assert time.monotonic() - started < 10
     assert "agent stopped" in agent.log_text()
+
+
+# Last: it pairs the browser with another agent on the same host (cookies do not tell ports apart).
+def test_turning_on_an_alarm_the_battery_will_not_last_to_shows_the_red_card(browser):
+    # A second agent on a laptop battery (umockdev: 77 %, 9.87 W of 50.2 Wh, about 3.9 h left).
+    fixture = pathlib.Path(__file__).resolve().parents[2] / "hw-fixtures/power_supply/energy-discharging.umockdev"
+    laptop = Agent(wrap=("/usr/bin/umockdev-run", "-d", str(fixture), "--"))
+    try:
+        late = time.strftime("%H:%M", time.gmtime(time.time() + 6 * 3600))
+        laptop.cli("alarm", "add", late, "--label", "Risky")
+        laptop.cli("alarm", "off", "1")
+        url, _ = laptop.link()
+        browser.get(url)
+        browser.get(laptop.base + "/alarms")
+        assert "Alarm at Risk" not in browser.page_source  # off: no card
+        browser.find_element(By.XPATH, "//button[normalize-space()='Turn on Risky']").click()
+        wait_for(browser, lambda: "turned on" in announce(browser))
+        card = browser.find_element(By.CSS_SELECTOR, "#alarm-1 .nudge.critical")
+        assert "Alarm at Risk" in card.text and "Plug in now." in card.text
+        # The words say it, not only the colour; and the red card passes axe in light and dark.
+        check_page(browser, "alarms-at-risk")
+    finally:
+        laptop.stop()
