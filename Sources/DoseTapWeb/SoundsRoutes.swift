@@ -28,9 +28,8 @@ extension WebDashboard {
         case (.get, 1) where parts[0] == "sounds":
             var headers = HTTPFields()
             let flash = takeFlash(request, &headers)
-            let feedback = try settings.feedback()
-            let plans = try FeedbackEvent.allCases.map { try settings.resolve($0) }
-            return Self.html(SoundsPage.render(feedback: feedback, plans: plans, sounds: settings.sounds(), playing: sounds.preview?.playing,
+            let (feedback, plans, choices) = try settings.screen()
+            return Self.html(SoundsPage.render(feedback: feedback, plans: plans, sounds: choices, playing: sounds.preview?.playing,
                                                csrf: csrf(access), flash: flash), headers: headers)
         case (.post, _) where parts[0] == "sounds":
             let form = try await Self.form(request)
@@ -67,9 +66,8 @@ extension WebDashboard {
             default: break
             }
         case (.get, 2) where parts[1] == "feedback":
-            let feedback = try settings.feedback()
-            let plans = try FeedbackEvent.allCases.map { try settings.resolve($0).json }
-            return Self.json(.object([("feedback", feedback.json), ("plans", .array(plans))]))
+            let (feedback, plans, _) = try settings.screen()
+            return Self.json(.object([("feedback", feedback.json), ("plans", .array(plans.map(\.json)))]))
         case (.get, 2) where parts[1] == "sounds":
             return Self.json(.object([("sounds", .array(settings.sounds().map(\.json))), ("playing", .optional(sounds.preview?.playing))]))
         case (.post, 2) where parts[1] == "feedback", (.patch, 2) where parts[1] == "feedback":

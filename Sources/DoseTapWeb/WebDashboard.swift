@@ -174,7 +174,8 @@ public final class WebDashboard: Sendable {
             return Self.error(.tooManyRequests, "too many requests from this client (more than \(limiter.withLock { $0.refuseLimit }) in a minute): refused for \(seconds) s", api: api, headers: headers)
         }
         let choice = request.cookies[Self.themeCookie].map { String($0.value) }.flatMap { ["light", "dark"].contains($0) ? $0 : nil }
-        let theme = choice ?? (isNight() ? "dark" : nil)
+        // Only a page needs the scheme (the night is read from the settings): not the API, the stream or an asset.
+        let theme = choice ?? (api || path.hasPrefix("/static/") ? nil : isNight() ? "dark" : nil)
         do {
             return try await HTML.$themeChoice.withValue(choice) {
                 try await HTML.$theme.withValue(theme) { try await route(request, peer: peer, path: path, api: api) }

@@ -216,6 +216,18 @@ public struct SettingsUseCases: Sendable {
         return devices.capabilities(logger: logger).sounds.values.sorted { $0.name < $1.name }
     }
 
+    /// The settings screen at once: the feedback, what every event would play now and the sounds to choose
+    /// from, with one listing of the machine's sounds (a listing walks the sound themes' folders).
+    public func screen() throws -> (feedback: Feedback, plans: [FeedbackPlan], sounds: [SoundInfo]) {
+        let (feedback, night) = try load()
+        let capabilities = capabilities()
+        let plans = FeedbackEvent.allCases.map {
+            FeedbackResolver.resolve($0, settings: feedback, quiet: night.quietMode, capabilities: capabilities)
+        }
+        let sounds = devices == nil ? [] : capabilities.sounds.values.sorted { $0.name < $1.name }
+        return (Feedback(settings: feedback, quietMode: night.quietMode, hapticsSupported: capabilities.hapticsSupported), plans, sounds)
+    }
+
     /// The feedback the agent would play now for `event`, on this machine, with quiet mode.
     public func resolve(_ event: FeedbackEvent) throws -> FeedbackPlan {
         let (feedback, night) = try load()
