@@ -2,8 +2,9 @@
 # The dashboard under load (issue #14): page and API latency with wrk on loopback, and the agent's RSS and
 # idle wake-ups with the dashboard listening vs not.
 #
-# Usage: Benchmarks/web-latency.sh [-c CONNECTIONS] [-d SECONDS] [-i IDLE_SECONDS]
-#   -c  wrk connections (default 50), on 2 wrk threads
+# Usage: Benchmarks/web-latency.sh [-c CONNECTIONS] [-t THREADS] [-d SECONDS] [-i IDLE_SECONDS]
+#   -c  wrk connections (default 50)
+#   -t  wrk threads (default 1: on a 2-core machine a second wrk thread takes the agent's other core)
 #   -d  seconds per route (default 10)
 #   -i  idle window for RSS and wake-ups (default 30)
 # Environment: DOSETAP (default .build/release/dosetap), WRK (default wrk; Debian's `wrk` package).
@@ -20,11 +21,13 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CONNECTIONS=50
+THREADS=1
 DURATION=10
 IDLE=30
-while getopts "c:d:i:h" opt; do
+while getopts "c:t:d:i:h" opt; do
   case $opt in
     c) CONNECTIONS=$OPTARG ;;
+    t) THREADS=$OPTARG ;;
     d) DURATION=$OPTARG ;;
     i) IDLE=$OPTARG ;;
     *) sed -n '2,20p' "$0"; exit 2 ;;
@@ -97,12 +100,12 @@ COOKIE=$(curl -s -o /dev/null -D - "$LINK" | awk -F'[ ;]' 'tolower($1) == "set-c
 env -i PATH=/usr/bin:/bin HOME="$HOME_DIR" TZ=UTC XDG_DATA_HOME="$HOME_DIR/data" XDG_CONFIG_HOME="$HOME_DIR/config" \
   "$DOSETAP" alarm add 06:30 --label Work --repeat daily > /dev/null
 
-echo "wrk $($WRK --version 2>&1 | head -1 | awk '{print $2}'), $CONNECTIONS connections, 2 threads, ${DURATION} s per route, loopback; $(nproc) cores"
+echo "wrk $($WRK --version 2>&1 | head -1 | awk '{print $2}'), $CONNECTIONS connections, $THREADS thread(s), ${DURATION} s per route, loopback; $(nproc) cores"
 echo
 echo "| Route | Requests/s | p50 | p90 | p99 | Max | Non-2xx |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for route in / /alarms /batteries /sounds /buttons /api/tonight /api/alarms /api/feedback; do
-  out=$("$WRK" -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT$route")
+  out=$("$WRK" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT$route")
   rps=$(awk '/^Requests\/sec/ { print $2 }' <<<"$out")
   p50=$(awk '$1 == "50%" { print $2 }' <<<"$out")
   p90=$(awk '$1 == "90%" { print $2 }' <<<"$out")
