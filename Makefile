@@ -111,6 +111,7 @@ test: deps-test
 bench: release deps-bench
 	Benchmarks/cli-latency.sh
 	Benchmarks/idle-footprint.sh
+	Benchmarks/web-latency.sh
 
 # Every fuzz target (Fuzz/, libFuzzer) to 10^7 executions; counts and exec/s in docs/performance.md.
 fuzz: deps-test

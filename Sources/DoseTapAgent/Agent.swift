@@ -164,11 +164,17 @@ public enum Agent {
             connect: { try DBusConnection(bus: .system, logger: logger) }, wake: LinuxWakeAlarm(),
             nextWake: nextWake(alarms: AlarmRepository(database: database), doses: repository, clock: SystemClock(), logger: logger),
             status: WakeStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger), clock: SystemClock(), logger: logger)))
-        let context = AgentContext(paths: paths, configuration: configuration.current, database: database, events: events,
+        var context = AgentContext(paths: paths, configuration: configuration.current, database: database, events: events,
                                    doses: doses, alarms: alarmUseCases,
                                    battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
                                    clock: TimerFDScheduler.shared, logger: logger,
                                    databaseChanges: { watcher?.changes() })
+        context.feedback = SettingsUseCases(settings: SettingsRepository(database: database), devices: devices,
+                                            history: DoseHistory(store: store), events: events, logger: logger,
+                                            alarmRinging: { ringing.isRinging })
+        context.soundPreview = SoundPreview(devices: devices)
+        context.buttons = ButtonUseCases(store: store, events: events)
+        context.usageAlerts = usageAlerts
         for face in faces {
             do {
                 services += try face(context).map { .init(service: $0) }

@@ -43,6 +43,12 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var webListen: [WebListenAddress] = [WebListenAddress.defaultLoopback]
     /// `[home_assistant]`: MQTT discovery over the household broker (off unless `enabled = true`).
     public var homeAssistant = HomeAssistantSettings()
+    /// `[web] rate_burst`: requests a minute a dashboard client is served at once (60, the patient app's rule).
+    public var webRateBurst = 60
+    /// `[web] rate_refuse_above`: more requests than this in a minute and the client is refused for 5 minutes
+    /// (200). Raised only to measure the dashboard under load (docs/performance.md).
+    public var webRateRefuseAbove = 200
+    public static let webRateRange = 1...100_000_000
 
     public static let pollRange = 60...3600
 
@@ -155,7 +161,7 @@ public struct AgentConfiguration: Sendable, Equatable {
         let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"],
                                             "household": ["name", "device"], "mqtt": ["url", "username", "password_file", "ca_file"],
                                             "push": ["token_file"], "phone": ["url", "account", "token_file", "from"],
-                                            "web": ["listen"], "home_assistant": ["enabled", "discovery_prefix", "buttons"]]
+                                            "web": ["listen", "rate_burst", "rate_refuse_above"], "home_assistant": ["enabled", "discovery_prefix", "buttons"]]
         for key in table.keys {
             guard let allowed = known[key] else { throw ConfigurationError("\(source): unknown section '\(key)'") }
             guard let section = table[key]?.table else {
@@ -222,6 +228,18 @@ public struct AgentConfiguration: Sendable, Equatable {
                 }
             }
             config.webListen = addresses
+        }
+        if let web = table["web"]?.table {
+            for (key, path) in [("rate_burst", \AgentConfiguration.webRateBurst), ("rate_refuse_above", \AgentConfiguration.webRateRefuseAbove)] {
+                guard let value = web[key] else { continue }
+                guard let n = value.int, webRateRange.contains(n) else {
+                    throw ConfigurationError("\(source): web.\(key) must be a whole number from 1 to 100000000")
+                }
+                config[keyPath: path] = n
+            }
+            guard config.webRateBurst <= config.webRateRefuseAbove else {
+                throw ConfigurationError("\(source): web.rate_burst (\(config.webRateBurst)) must not be above web.rate_refuse_above (\(config.webRateRefuseAbove))")
+            }
         }
         if let alerts = table["alerts"]?.table, let value = alerts["command"] {
             guard let entries = value.array else {

@@ -22,6 +22,14 @@ public struct AgentContext: Sendable {
     /// A new stream of "the data folder changed" (another process wrote the database), or nil when the
     /// folder cannot be watched.
     public let databaseChanges: @Sendable () -> AsyncStream<Void>?
+    /// The feedback settings with this machine's sounds and motor (the settings screens), nil without devices.
+    public var feedback: SettingsUseCases?
+    /// Hearing a sound before choosing it.
+    public var soundPreview: SoundPreview?
+    /// The added buttons (the same use cases as `dosetap button …`).
+    public var buttons: ButtonUseCases?
+    /// The usage alerts of every battery (`dosetap alert …`).
+    public var usageAlerts: AlertUseCases?
 
     public init(paths: DataPaths, configuration: AgentConfiguration, database: DoseTapDatabase, events: EventBus,
                 doses: DoseUseCases, alarms: AlarmUseCases, battery: @escaping @Sendable () -> BatteryStatus?,

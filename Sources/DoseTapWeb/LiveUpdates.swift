@@ -12,7 +12,9 @@ extension WebDashboard {
     /// (the command line: the data folder's inotify), and at each minute (minutes left). Timers wait on
     /// the scheduling port. The stream ends when the browser goes or the agent stops.
     /// - Parameter version: the version of the fragment the page already shows (nothing is sent until it changes).
-    func liveUpdates(csrf: String, version: String?) -> Response {
+    /// - Parameter page: "tonight" (`event: tonight`), or "alarms", "batteries", "buttons" (`event: live`, the
+    ///   page's live part).
+    func liveUpdates(csrf: String, version: String?, page: String = "tonight") -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-store"
@@ -23,15 +25,21 @@ extension WebDashboard {
             var last = version ?? ""
             // Ends when the agent shuts down (graceful shutdown), or when a write fails (the browser went).
             for await _ in pokes.stream.cancelOnGracefulShutdown() {
-                guard let status = try? self.doses.status() else { continue }
-                let fragment = TonightPage.fragment(status: status, csrf: csrf)
+                let fragment: String
+                if page == "tonight" {
+                    guard let status = try? self.doses.status() else { continue }
+                    fragment = TonightPage.fragment(status: status, csrf: csrf)
+                } else {
+                    guard let live = self.liveFragment(page, csrf: csrf) else { continue }
+                    fragment = live
+                }
                 let current = TonightPage.version(fragment)
                 if current == last {
                     try await writer.write(ByteBuffer(string: ": unchanged\n\n"))
                     continue
                 }
                 last = current
-                try await writer.write(ByteBuffer(string: Self.serverSentEvent("tonight", fragment, id: current)))
+                try await writer.write(ByteBuffer(string: Self.serverSentEvent(page == "tonight" ? "tonight" : "live", fragment, id: current)))
             }
             try await writer.finish(nil)
         })
@@ -56,11 +64,12 @@ extension WebDashboard {
         let watchers = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
+                    // Every event of the agent may change a page (a dose, a reading, a press, a ring, a setting): each
+                    // pokes, and the page is sent only when its version changed. What the pages remember (a press, a
+                    // ring) is noted first, so the page drawn next shows it.
                     for await event in subscription {
-                        switch event {
-                        case .doseRecorded, .doseRefused, .reminderDue, .configurationReloaded: continuation.yield()
-                        default: break
-                        }
+                        self.remember(event)
+                        continuation.yield()
                     }
                 }
                 if let changes {

@@ -1,5 +1,6 @@
 import DoseTapAgent
 import DoseTapCore
+import DoseTapStore
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -39,12 +40,27 @@ public final class WebDashboard: Sendable {
     let batteries: WebBatteries?
     /// "This machine may sleep through the alarm: …", or nil when waking works.
     let wakeProblem: @Sendable () -> String?
-    let limiter = Mutex(RateLimiter())
+    let limiter: Mutex<RateLimiter>
+    /// The alarms ringing now, as the agent's event stream told (alarm ids).
+    let ringingAlarms = Mutex<Set<Int>>([])
+    let sounds: WebSounds?
+    let buttons: WebButtons?
+    /// This machine's name and whether a household broker is set: the backup rules (#12); nil hides backups.
+    let household: AlarmUseCases.Household?
+    /// The usage alerts of every battery (#13), shown on the Batteries page.
+    let usageAlerts: AlertUseCases?
 
     public init(doses: DoseUseCases, events: EventBus, clock: any Scheduling, secret: WebSecret, ownUID: UInt32 = getuid(),
                 logger: Logger, databaseChanges: @escaping @Sendable () -> AsyncStream<Void>? = { nil },
                 alarms: AlarmUseCases? = nil, wakeProblem: @escaping @Sendable () -> String? = { nil },
-                batteries: WebBatteries? = nil) {
+                batteries: WebBatteries? = nil, sounds: WebSounds? = nil, buttons: WebButtons? = nil,
+                redeemedCodes dataDirectory: URL? = nil, household: AlarmUseCases.Household? = nil, usageAlerts: AlertUseCases? = nil,
+                rateLimit: RateLimiter = RateLimiter()) {
+        self.limiter = Mutex(rateLimit)
+        self.usageAlerts = usageAlerts
+        self.household = household
+        self.sounds = sounds
+        self.buttons = buttons
         self.alarms = alarms
         self.batteries = batteries
         self.wakeProblem = wakeProblem
@@ -52,7 +68,7 @@ public final class WebDashboard: Sendable {
         self.events = events
         self.clock = clock
         self.tokens = WebTokens(secret: secret)
-        self.desk = PairingDesk(tokens: tokens)
+        self.desk = PairingDesk(tokens: tokens, dataDirectory: dataDirectory)
         self.ownUID = ownUID
         self.logger = logger
         self.databaseChanges = databaseChanges
@@ -150,15 +166,20 @@ public final class WebDashboard: Sendable {
             }
         case .refused(let until, let first):
             if first {
-                logger.warning("web: refusing \(peer.clientKey) for 5 minutes: more than \(RateLimiter.refuseAbove) requests in a minute")
+                logger.warning("web: refusing \(peer.clientKey) for 5 minutes: more than \(limiter.withLock { $0.refuseLimit }) requests in a minute")
             }
             let seconds = max(1, Int(until.timeIntervalSince(clock.now()).rounded(.up)))
             var headers = HTTPFields()
             headers[.retryAfter] = "\(seconds)"
-            return Self.error(.tooManyRequests, "too many requests from this client (more than \(RateLimiter.refuseAbove) in a minute): refused for \(seconds) s", api: api, headers: headers)
+            return Self.error(.tooManyRequests, "too many requests from this client (more than \(limiter.withLock { $0.refuseLimit }) in a minute): refused for \(seconds) s", api: api, headers: headers)
         }
+        let choice = request.cookies[Self.themeCookie].map { String($0.value) }.flatMap { ["light", "dark"].contains($0) ? $0 : nil }
+        // Only a page needs the scheme (the night is read from the settings): not the API, the stream or an asset.
+        let theme = choice ?? (api || path.hasPrefix("/static/") ? nil : isNight() ? "dark" : nil)
         do {
-            return try await route(request, peer: peer, path: path, api: api)
+            return try await HTML.$themeChoice.withValue(choice) {
+                try await HTML.$theme.withValue(theme) { try await route(request, peer: peer, path: path, api: api) }
+            }
         } catch let error as WebInputError {
             return Self.error(error.status, error.message, api: api)
         } catch let error as UseCaseError {
@@ -176,6 +197,15 @@ public final class WebDashboard: Sendable {
         case (.get, "/static/app.css"): return Self.staticAsset(StaticAssets.css, "text/css; charset=utf-8")
         case (.get, "/static/app.js"): return Self.staticAsset(StaticAssets.js, "text/javascript; charset=utf-8")
         case (.get, "/api/openapi.json"): return Self.response(.ok, "application/json", OpenAPIDocument.json)
+        case (.get, "/theme"):
+            // Only this browser's own cookie changes (like a language switch): no session or CSRF needed.
+            let set = request.uri.queryParameters["set"].map(String.init) ?? "auto"
+            guard ["auto", "light", "dark"].contains(set) else { throw WebInputError(.badRequest, "set must be auto, light or dark") }
+            let back = request.uri.queryParameters["back"].map(String.init) ?? "/"
+            let location = HTML.navigation.contains { $0.path == back } ? back : "/"
+            let cookie = set == "auto" ? "\(Self.themeCookie)=; Path=/; Max-Age=0; SameSite=Strict"
+                : "\(Self.themeCookie)=\(set); Path=/; Max-Age=31536000; HttpOnly; SameSite=Strict"
+            return Self.redirect(location, cookies: [cookie])
         case (.get, "/pair"):
             guard let code = request.uri.queryParameters["code"] else { return Self.html(PairingPage.render(error: nil)) }
             return pair(code: String(code))
@@ -205,7 +235,11 @@ public final class WebDashboard: Sendable {
             return Self.html(TonightPage.fragment(status: try doses.status(), csrf: csrf(access)))
         case (.get, "/events"):
             let version = request.uri.queryParameters["version"].map(String.init)
-            return liveUpdates(csrf: csrf(access), version: version.flatMap { $0.count <= 32 ? $0 : nil })
+            let page = request.uri.queryParameters["page"].map(String.init) ?? "tonight"
+            guard page == "tonight" || liveFragment(page, csrf: "") != nil else {
+                throw WebInputError(.notFound, "no live page '\(DisplayText.escaped(page, maxLength: 20))'")
+            }
+            return liveUpdates(csrf: csrf(access), version: version.flatMap { $0.count <= 32 ? $0 : nil }, page: page)
         case (.get, "/api/events"):
             return eventStream()
         case (.get, "/api/tonight"):
@@ -213,8 +247,15 @@ public final class WebDashboard: Sendable {
         case (.get, "/batteries"):
             guard let batteries else { return Self.error(.notFound, "no batteries here", api: false) }
             let now = clock.now()
+            var headers = HTTPFields()
+            let flash = takeFlash(request, &headers)
+            var alerts = ""
+            if let usageAlerts, let overview = try? usageAlerts.overview() {
+                alerts = AlertsSection.render(overview, history: (try? usageAlerts.history()) ?? [], now: now, timeZone: clock.timeZone, csrf: csrf(access))
+            }
             return Self.html(BatteriesPage.render(status: batteries.now(), samples: batteries.samples(now.addingTimeInterval(-24 * 3600)),
-                                                  others: batteries.others(), now: now, timeZone: clock.timeZone))
+                                                  others: batteries.others(), now: now, timeZone: clock.timeZone, alerts: alerts, flash: flash),
+                             headers: headers)
         case (.get, "/api/batteries"):
             guard let batteries else { return Self.error(.notFound, "no batteries here", api: true) }
             guard let status = batteries.now() else { return Self.error(.serviceUnavailable, "the power supplies cannot be read", api: true) }
@@ -269,8 +310,36 @@ public final class WebDashboard: Sendable {
             if path == "/alarms" || path.hasPrefix("/alarms/") || path == "/api/alarms" || path.hasPrefix("/api/alarms/") {
                 return try await alarmRoute(request, method: method, path: path, access: access, api: api)
             }
+            if path.hasPrefix("/batteries/alerts/") || path == "/api/alerts" || path.hasPrefix("/api/alerts/") {
+                return try await alertsRoute(request, method: method, path: path, access: access, api: api)
+            }
+            if path == "/sounds" || path.hasPrefix("/sounds/") || path.hasPrefix("/api/feedback") || path.hasPrefix("/api/sounds") {
+                return try await soundsRoute(request, method: method, path: path, access: access, api: api)
+            }
+            if path == "/buttons" || path.hasPrefix("/buttons/") || path == "/api/buttons" || path.hasPrefix("/api/buttons/") {
+                return try await buttonsRoute(request, method: method, path: path, access: access, api: api)
+            }
             return Self.error(.notFound, "no such page: \(path)", api: api)
         }
+    }
+
+    static let themeCookie = "dosetap_theme"
+
+    /// Between the configured bedtime and wake time (setup's answers), on this machine's clock: the pages are
+    /// dark unless the person chose light.
+    func isNight() -> Bool {
+        let settings = (try? SettingsRepository(database: doses.repository.database).load()) ?? .defaults
+        func minutes(_ text: String) -> Int? {
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]) else { return nil }
+            return h * 60 + m
+        }
+        guard let bed = minutes(settings.bedtime), let wake = minutes(settings.wakeTime), bed != wake else { return false }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = clock.timeZone
+        let parts = calendar.dateComponents([.hour, .minute], from: clock.now())
+        let now = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
+        return bed > wake ? (now >= bed || now < wake) : (now >= bed && now < wake)
     }
 
     /// Flash cookie read once by the next page.
@@ -318,7 +387,8 @@ public final class WebDashboard: Sendable {
             let (views, unusable) = try alarms.list()
             let unusableLines = unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" }
             return Self.html(AlarmsPage.render(alarms: views, unusable: unusableLines, wakeProblem: wakeProblem(),
-                                               timeZone: clock.timeZone, csrf: csrf(access), flash: flash), headers: headers)
+                                               timeZone: clock.timeZone, csrf: csrf(access), flash: flash, backups: backups(views, alarms),
+                                               ringing: ringingAlarms.withLock { $0 }), headers: headers)
         case (.post, _) where parts[0] == "alarms":
             let form = try await Self.form(request)
             try checkCSRF(request, form: form, access: access)
@@ -328,6 +398,23 @@ public final class WebDashboard: Sendable {
             }
             if parts.count == 2, parts[1] == "add" {
                 return try attempt { "alarm \(try alarms.add(fields()).alarm.time) added" }
+            }
+            if parts.count == 4, parts[2] == "backup" {
+                guard let household else { break }
+                let alarmID = try id(parts[1])
+                let change = try Self.backupChange(parts[3], target: form["target"] ?? form["kind"].map { "\($0):\(form["value"] ?? "")" },
+                                                   to: form["to"], confirmed: form["confirm"] == "yes")
+                return try attempt {
+                    let view = try alarms.changeBackups(id: alarmID, change, household: household)
+                    let what = switch change {
+                    case .on: "backup of alarm \(alarmID) turned on"
+                    case .off: "backup of alarm \(alarmID) turned off"
+                    case .add(let t): "\(Self.shown(t)) added to the backups of alarm \(alarmID)"
+                    case .move(let t, let to): "\(Self.shown(t)) moved to place \(to)"
+                    case .remove(let t): "\(Self.shown(t)) deleted from the backups of alarm \(alarmID)"
+                    }
+                    return what + (view.note.map { ". Note: \($0)" } ?? "")
+                }
             }
             guard parts.count == 3 else { break }
             let alarmID = try id(parts[1])
@@ -363,6 +450,25 @@ public final class WebDashboard: Sendable {
             if parts.count == 2 { return apiAnswer { try alarms.add(fields).json(in: clock.timeZone) } }
             let alarmID = try id(parts[2])
             return apiAnswer { try alarms.edit(id: alarmID, fields).json(in: clock.timeZone) }
+        case (.get, 4) where parts[1] == "alarms" && parts[3] == "backups":
+            guard household != nil else { break }
+            let alarmID = try id(parts[2])
+            return apiAnswer { try Self.backupsJSON(try alarms.backups(id: alarmID), alarms: alarms, timeZone: clock.timeZone) }
+        case (.post, 4) where parts[1] == "alarms" && parts[3] == "backups":
+            guard let household else { break }
+            let alarmID = try id(parts[2])
+            let body = try await Self.jsonBody(request)
+            try checkCSRF(request, form: [:], access: access)
+            let to: String?
+            switch body["to"] {
+            case nil, is NSNull: to = nil
+            case let value as Int: to = "\(value)"
+            default: throw WebInputError(.badRequest, "to must be a position from 1")
+            }
+            let change = try Self.backupChange(try Self.text(body, "action") ?? "", target: try Self.text(body, "target"), to: to, confirmed: true)
+            return apiAnswer {
+                try Self.backupsJSON(try alarms.changeBackups(id: alarmID, change, household: household), alarms: alarms, timeZone: clock.timeZone)
+            }
         case (.delete, 3) where parts[1] == "alarms":
             try checkCSRF(request, form: [:], access: access)
             let alarmID = try id(parts[2])
@@ -370,6 +476,105 @@ public final class WebDashboard: Sendable {
         default: break
         }
         return Self.error(.notFound, "no such page: \(path)", api: api)
+    }
+
+    /// Each alarm's backups and timing preview, when the household's backups apply here.
+    func backups(_ views: [AlarmView], _ alarms: AlarmUseCases) -> [Int: AlarmsPage.Backups] {
+        var backups: [Int: AlarmsPage.Backups] = [:]
+        guard household != nil else { return backups }
+        for view in views {
+            guard let list = try? alarms.backups(id: view.alarm.id) else { continue }
+            do {
+                backups[view.alarm.id] = AlarmsPage.Backups(view: list, preview: try alarms.preview(id: view.alarm.id).slots)
+            } catch {
+                backups[view.alarm.id] = AlarmsPage.Backups(view: list, preview: [], previewProblem: "\(error)")
+            }
+        }
+        return backups
+    }
+
+    /// The live part of a page other than Tonight, as its page shows it now; nil for no such page.
+    func liveFragment(_ page: String, csrf: String) -> String? {
+        switch page {
+        case "alarms":
+            guard let alarms, let (views, unusable) = try? alarms.list() else { return nil }
+            return AlarmsPage.fragment(alarms: views, unusable: unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" },
+                                       wakeProblem: wakeProblem(), timeZone: clock.timeZone, csrf: csrf, backups: backups(views, alarms),
+                                       ringing: ringingAlarms.withLock { $0 })
+        case "batteries":
+            guard let batteries else { return nil }
+            let now = clock.now()
+            return BatteriesPage.fragment(status: batteries.now(), samples: batteries.samples(now.addingTimeInterval(-24 * 3600)),
+                                          others: batteries.others(), now: now, timeZone: clock.timeZone)
+        case "buttons":
+            guard let buttons, let (rows, _) = try? buttons.rows() else { return nil }
+            return ButtonsPage.fragment(rows: rows, timeZone: clock.timeZone, csrf: csrf)
+        default:
+            return nil
+        }
+    }
+
+    /// What the pages remember of the event stream: the last press of each button, the alarms ringing.
+    func remember(_ event: AgentEvent) {
+        switch event {
+        case .buttonPressed(let address, let gesture): buttons?.recordPress(address: address, gesture: gesture, at: clock.now())
+        case .alarmRinging(let ring, _): ringingAlarms.withLock { _ = $0.insert(ring.alarmID) }
+        case .alarmEnded(let ring), .alarmMissed(let ring, _): ringingAlarms.withLock { _ = $0.remove(ring.alarmID) }
+        default: break
+        }
+    }
+
+    /// Remembers the event stream for the pages, from the agent's start to its stop.
+    struct Recorder: Service {
+        let dashboard: WebDashboard
+
+        func run() async throws {
+            for await event in dashboard.events.subscribe().cancelOnGracefulShutdown() { dashboard.remember(event) }
+        }
+    }
+
+    /// A target as a person reads it (a formatted phone number).
+    static func shown(_ target: String) -> String { (try? BackupTarget(parsing: target))?.displayName ?? target }
+
+    /// A backup action of the page or the API: on, off, add TARGET, move TARGET to N, remove TARGET (confirmed).
+    static func backupChange(_ verb: String, target: String?, to: String?, confirmed: Bool) throws -> AlarmUseCases.BackupChange {
+        func needTarget() throws -> String {
+            guard let target, !target.isEmpty, !target.hasSuffix(":") else {
+                throw WebInputError(.badRequest, "\(verb) needs a target: device:NAME, push:URL or phone:NUMBER")
+            }
+            guard target.count <= 300 else { throw WebInputError(.badRequest, "the target is too long") }
+            return target
+        }
+        switch verb {
+        case "on": return .on
+        case "off": return .off
+        case "add": return .add(try needTarget())
+        case "remove":
+            guard confirmed else { throw WebInputError(.badRequest, "deleting a backup needs confirm=yes") }
+            return .remove(try needTarget())
+        case "move":
+            guard let to, let position = Int(to) else { throw WebInputError(.badRequest, "move needs to: a position from 1") }
+            return .move(try needTarget(), to: position)
+        default:
+            throw WebInputError(.badRequest, "action must be on, off, add, move or remove")
+        }
+    }
+
+    /// `alarm backup ID list --json`'s object, with the timing preview of `alarm preview ID --json`.
+    static func backupsJSON(_ view: AlarmUseCases.BackupsView, alarms: AlarmUseCases, timeZone: TimeZone) throws -> JSON {
+        let preview = try? alarms.preview(id: view.alarm.id)
+        return .object([
+            ("alarm", .int(view.alarm.id)), ("enabled", .bool(view.enabled)),
+            ("targets", .array(view.targets.map { t in
+                .object([("target", .string(t.description)), ("kind", .string(t.kind)), ("name", .string(t.displayName)),
+                         ("sublabel", .optional(t.sublabel))])
+            })),
+            ("note", .optional(view.note)),
+            ("preview", preview.map { p in
+                .array(p.slots.map { .object([("at", .string($0.at.rfc3339(in: timeZone))), ("target", .string($0.target.description)),
+                                              ("action", .string($0.target.action))]) })
+            } ?? .null),
+        ])
     }
 
     private static func staticAsset(_ text: String, _ type: String) -> Response {
@@ -400,7 +605,7 @@ public final class WebDashboard: Sendable {
         }
     }
 
-    private func checkCSRF(_ request: Request, form: [String: String], access: Access) throws {
+    func checkCSRF(_ request: Request, form: [String: String], access: Access) throws {
         if case .local = access { return }
         guard let key = access.csrfKey,
               tokens.csrfValid(request.headers[HTTPField.Name("X-CSRF-Token")!] ?? form["csrf"], for: key) else {

@@ -35,11 +35,24 @@ public enum WebFace {
             throw StartError(description: "web dashboard disabled: \(error)")
         }
         let dataDirectory = context.paths.dataDirectory
+        let samples = BatterySampleRepository(database: context.database)
+        let buttons = context.buttons.map { useCases in
+            WebButtons(useCases: useCases, levels: { (try? samples.latestLevels()) ?? [:] })
+        }
         let dashboard = WebDashboard(doses: context.doses, events: context.events, clock: context.clock, secret: secret,
                                      logger: context.logger, databaseChanges: context.databaseChanges, alarms: context.alarms,
                                      wakeProblem: { WakeCheck.problem(dataDirectory: dataDirectory)?.message },
-                                     batteries: batteries(context))
-        return try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(), logger: context.logger)
+                                     batteries: batteries(context),
+                                     sounds: context.feedback.map { WebSounds(settings: $0, preview: context.soundPreview) },
+                                     buttons: buttons, redeemedCodes: dataDirectory,
+                                     household: AlarmUseCases.Household(device: context.configuration.device,
+                                                                        hasBroker: context.configuration.mqtt != nil),
+                                     usageAlerts: context.usageAlerts,
+                                     rateLimit: RateLimiter(burst: context.configuration.webRateBurst,
+                                                            refuseAbove: context.configuration.webRateRefuseAbove))
+        var all = try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(), logger: context.logger)
+        all.append(WebDashboard.Recorder(dashboard: dashboard))
+        return all
     }
 
     static func batteries(_ context: AgentContext) -> WebBatteries {

@@ -23,23 +23,17 @@ struct AlertsCommand: ParsableCommand {
     struct Percent: ExpressibleByArgument, CustomStringConvertible {
         var value: Int
         init?(argument: String) {
-            guard !argument.isEmpty, argument.count <= 3, argument.allSatisfy({ ("0"..."9").contains($0) }), let n = Int(argument) else { return nil }
+            guard let n = AlertUseCases.percent(argument) else { return nil }
             value = n
         }
         var description: String { "\(value)" }
     }
 
     /// The ranges are usage errors (64); whether warning stays below critical depends on what is stored
-    /// (an error, 1, from the use case).
+    /// (an error, 1, from the use case). The messages are the use case's (the dashboard gives the same).
     static func checkRanges(warning: Percent?, critical: Percent?) throws {
-        if let warning, !AlertThresholds.warningRange.contains(warning.value) {
-            throw ValidationError("warning (\(warning.value) %) must be between 10 and 99 % used")
-        }
-        if let critical, !AlertThresholds.criticalRange.contains(critical.value) {
-            throw ValidationError("critical (\(critical.value) %) must be between 5 and 95 % used")
-        }
-        if let warning, let critical, warning.value >= critical.value {
-            throw ValidationError("warning (\(warning.value) %) must be lower than critical (\(critical.value) %)")
+        do { try AlertUseCases.checkRanges(warning: warning?.value, critical: critical?.value) } catch {
+            throw ValidationError("\(error)")
         }
     }
 
@@ -116,9 +110,7 @@ struct AlertsCommand: ParsableCommand {
         @OptionGroup var location: LocationOptions
 
         func validate() throws {
-            if duration != "off" && AlertSnooze(rawValue: duration) == nil {
-                throw ValidationError("invalid snooze '\(oneLine(duration))': use 15m, 1h, 4h, 24h or off")
-            }
+            do { _ = try AlertUseCases.snoozeDuration(duration) } catch { throw ValidationError("\(error)") }
         }
 
         func run() throws {

@@ -176,11 +176,8 @@ struct SoundsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let devices = try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false)
-            let sounds: [SoundInfo]
-            do { sounds = try devices.catalog.list() } catch { throw CLIError("\(error)") }
-            guard let sound = (sounds + [devices.beep]).first(where: { $0.name == name }) else {
-                throw CLIError("unknown sound '\(name)': see dosetap sounds list")
-            }
+            let sound: SoundInfo
+            do { sound = try devices.sound(named: name) } catch { throw CLIError("\(error)") }
             let player = devices.player
             // Ctrl-C cancels the playback (the player stops its process), then exits 130 like any interrupted command.
             let playback = Task { try await player.play(sound) }

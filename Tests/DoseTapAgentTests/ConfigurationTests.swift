@@ -285,4 +285,24 @@ struct ConfigurationTests {
             }
         }
     }
+
+    @Test("[web] rate_burst and rate_refuse_above: 60 and 200 by default; whole numbers, burst not above refuse-above")
+    func webRateLimit() throws {
+        let plain = try AgentConfiguration.parse("")
+        #expect(plain.webRateBurst == 60 && plain.webRateRefuseAbove == 200)
+        let raised = try AgentConfiguration.parse("[web]\nrate_burst = 100000\nrate_refuse_above = 100000000")
+        #expect(raised.webRateBurst == 100_000 && raised.webRateRefuseAbove == 100_000_000)
+        for (text, message) in [
+            ("rate_burst = 0", "web.rate_burst must be a whole number from 1 to 100000000"),
+            ("rate_refuse_above = \"lots\"", "web.rate_refuse_above must be a whole number"),
+            ("rate_burst = 300", "web.rate_burst (300) must not be above web.rate_refuse_above (200)"),
+        ] {
+            do {
+                _ = try AgentConfiguration.parse("[web]\n" + text)
+                Issue.record("\(text) was accepted")
+            } catch {
+                #expect(error.description.contains(message), "\(text): \(error.description)")
+            }
+        }
+    }
 }

@@ -55,7 +55,7 @@ final class UnixStreamReader {
 struct WebAgentTests {
     static let shelly = "A4:C1:38:8D:18:B2"
 
-    @Test("a press of a BLE button on the mock BlueZ appears on the live page (server-sent events) within a second")
+    @Test("a press of a BLE button on the mock BlueZ appears on the live Tonight and Buttons pages (server-sent events) within a second")
     func buttonPressLive() async throws {
         let cli = try CLI()
         #expect(try await cli.run(["button", "add", Self.shelly, "--kind", "bthome", "--name", "bedside"]).exitCode == 0)
@@ -79,11 +79,17 @@ struct WebAgentTests {
                 #expect(await log.wait(for: "web dashboard listening", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
                 let stream = try UnixStreamReader(path: socket, request: "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 #expect(stream.wait(for: "Take Dose 1", timeout: 10) != nil, "\(stream.received)")
+                // The Buttons page's live part too: the button, no press yet.
+                let buttons = try UnixStreamReader(path: socket, request: "GET /events?page=buttons HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                #expect(buttons.wait(for: "none since the agent started", timeout: 10) != nil, "\(buttons.received)")
                 let before = stream.received.count
+                let beforeButtons = buttons.received.count
                 try await bluez.sendBTHome(Self.shelly, [0x40, 0x00, 0x07, 0x3A, 0x01])
                 let seconds = stream.wait(for: "<dt>Dose 1</dt>", after: before, timeout: 5)
                 #expect(seconds != nil && seconds! < 1.0, "after \(String(describing: seconds)) s: \(stream.received.suffix(500)) \(log.all.joined(separator: "\n"))")
                 #expect(stream.received.dropFirst(before).contains("Take Dose 2"))
+                let pressed = buttons.wait(for: "<dd class=\"last-press\">single at ", after: beforeButtons, timeout: 5)
+                #expect(pressed != nil && pressed! < 1.0, "after \(String(describing: pressed)) s: \(buttons.received.suffix(500))")
                 try execution.send(signal: .terminate)
                 _ = try? await reader.value
             }

@@ -28,6 +28,37 @@ struct AccessTests {
         #expect(throws: WebTokens.PairingRefusal.expired) { _ = try PairingDesk(tokens: tokens).redeem(code, now: midSecond.addingTimeInterval(601)) }
     }
 
+    @Test("a code redeemed before a restart of the agent stays used after it (web-redeemed, 0600); expired entries are dropped")
+    func pairingSurvivesRestart() throws {
+        let tokens = WebTokens(secret: secret)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-redeemed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let code = tokens.pairingCode(now: t0)
+        _ = try PairingDesk(tokens: tokens, dataDirectory: dir).redeem(code, now: t0)
+        let file = dir.appendingPathComponent(PairingDesk.fileName)
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        // A new agent (a new desk over the same folder) refuses the replay within the 10 minutes.
+        #expect(throws: WebTokens.PairingRefusal.used) {
+            _ = try PairingDesk(tokens: tokens, dataDirectory: dir).redeem(code, now: t0.addingTimeInterval(60))
+        }
+        // Without the record (the old behaviour) the replay would have worked: the record is what stops it.
+        #expect(throws: Never.self) { _ = try PairingDesk(tokens: tokens).redeem(code, now: t0.addingTimeInterval(60)) }
+        // A later redemption rewrites the record without the expired entries.
+        let later = tokens.pairingCode(now: t0.addingTimeInterval(700))
+        _ = try PairingDesk(tokens: tokens, dataDirectory: dir).redeem(later, now: t0.addingTimeInterval(700))
+        #expect(try String(contentsOf: file, encoding: .utf8).split(separator: "\n").count == 1)
+        // Garbage in the record is skipped, not fatal.
+        try "zz 12\nnot a line\n".write(to: file, atomically: true, encoding: .utf8)
+        #expect(throws: Never.self) { _ = try PairingDesk(tokens: tokens, dataDirectory: dir).redeem(tokens.pairingCode(now: t0), now: t0) }
+        // A folder that cannot be written: the code is refused (a restart would forget it), in one line.
+        let missing = dir.appendingPathComponent("gone")
+        #expect(throws: WebTokens.PairingRefusal.unrecorded) {
+            _ = try PairingDesk(tokens: tokens, dataDirectory: missing).redeem(tokens.pairingCode(now: t0), now: t0)
+        }
+    }
+
     @Test("a pairing code works once; a forged, truncated or foreign code is refused in one line")
     func pairingOnce() throws {
         let tokens = WebTokens(secret: secret)

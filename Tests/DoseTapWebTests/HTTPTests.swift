@@ -26,9 +26,22 @@ struct WebFixture {
                                         drain: DrainEstimate(percentPerHour: 8, source: .hardware))
 
     let logs = InMemoryLogHandler()
+    let player: any SoundPlayer
+    let buttons: WebButtons
+    let settings: SettingsUseCases
+    let preview: SoundPreview
+    let alerts: AlertUseCases
+    let dir: URL
 
-    init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil) throws {
+    static let bell = SoundInfo(name: "bell", theme: "freedesktop", path: "/usr/share/sounds/freedesktop/stereo/bell.oga")
+
+    /// - Parameters:
+    ///   - motor: whether the machine has a vibration motor.
+    ///   - found: what a button scan finds.
+    init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil, motor: Bool = true,
+         player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = []) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
+        self.dir = dir
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
         events = EventBus()
         doses = try DoseUseCases.open(store: DataStore(directory: dir), clock: clock, events: events)
@@ -40,10 +53,21 @@ struct WebFixture {
             BatterySample(at: start.addingTimeInterval(-Double(47 - i) * 1800), level: 90 - Double(i), onAC: false, status: .discharging)
         }
         let logs = self.logs
+        self.player = player
+        let devices = FeedbackDevices(haptics: RecordingHaptics(supported: motor), catalog: FixedSoundCatalog([Self.bell]), player: player,
+                                      beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
+        settings = SettingsUseCases(settings: SettingsRepository(database: try DataStore(directory: dir).open()), devices: devices,
+                                    history: DoseHistory(store: DataStore(directory: dir), clock: clock), events: events)
+        preview = SoundPreview(devices: devices)
+        alerts = AlertUseCases(store: DataStore(directory: dir), clock: clock, supplies: { [] }, events: events)
+        buttons = WebButtons(useCases: ButtonUseCases(store: DataStore(directory: dir), events: events), scan: { _ in found },
+                             levels: { ["button:Bedside": (level: 41, at: start)] })
         dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test") { _ in logs },
                                  alarms: alarms, wakeProblem: { wakeProblem },
                                  batteries: WebBatteries(now: { battery }, samples: { since in samples.filter { $0.at >= since } },
-                                                         others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }))
+                                                         others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }),
+                                 sounds: WebSounds(settings: settings, preview: preview), buttons: buttons,
+                                 household: AlarmUseCases.Household(device: "kitchen", hasBroker: false), usageAlerts: alerts)
     }
 
     var application: some ApplicationProtocol {

@@ -35,7 +35,7 @@ def free_port():
 
 
 class Agent:
-    def __init__(self):
+    def __init__(self, wrap=()):
         self.home = pathlib.Path(tempfile.mkdtemp(prefix="dosetap-cli-web-"))
         self.port = free_port()
         config = self.home / "config" / "dosetap"
@@ -49,7 +49,7 @@ class Agent:
             "XDG_RUNTIME_DIR": str(runtime), "DOSETAP_UPOWER_DIR": str(self.home / "upower"),
         }
         self.log = open(self.home / "agent.log", "w+")
-        self.process = subprocess.Popen([BIN, "agent"], env=self.env, stdout=self.log, stderr=self.log)
+        self.process = subprocess.Popen([*wrap, BIN, "agent"], env=self.env, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log_text()
@@ -299,6 +299,128 @@ def test_history_page(agent, browser):
     check_page(browser, "history")
 
 
+def test_sounds_page_global_and_event_settings(agent, browser):
+    from selenium.webdriver.support.ui import Select
+    browser.get(agent.base + "/sounds")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Sounds & vibration"
+    # The test machine has no vibration motor.
+    assert "Not supported on this device" in browser.page_source
+    check_page(browser, "sounds")
+    Select(browser.find_element(By.ID, "global-sound")).select_by_value("none")
+    Select(browser.find_element(By.ID, "global-haptics")).select_by_value("off")
+    browser.find_element(By.XPATH, "//section[@aria-labelledby='global-title']//button[normalize-space()='Save']").click()
+    wait_for(browser, lambda: "Saved: sound and vibration for every event" in announce(browser))
+    assert "No notification will occur: enable sound or haptics" in browser.page_source
+    check_page(browser, "sounds-no-notification")
+    shown = json.loads(agent.cli("feedback", "show", "--json").stdout)
+    assert shown["global"]["sound"] == "none" and shown["global"]["haptics"] is False
+    # One event back to a sound of its own, by keyboard: the summary opens with Enter, the select takes keys.
+    summary = browser.find_element(By.XPATH, "//summary[normalize-space()='Change Alarm']")
+    summary.send_keys(Keys.ENTER)
+    Select(browser.find_element(By.ID, "event-alarm-sound")).select_by_index(1)  # the first sound after "Use global default"
+    browser.find_element(By.XPATH, "//button[normalize-space()='Save Alarm']").click()
+    wait_for(browser, lambda: "Saved: Alarm: sound and vibration" in announce(browser))
+    # Back to the defaults for the pages after this one.
+    Select(browser.find_element(By.ID, "global-sound")).select_by_index(0)
+    Select(browser.find_element(By.ID, "global-haptics")).select_by_value("on")
+    browser.find_element(By.XPATH, "//section[@aria-labelledby='global-title']//button[normalize-space()='Save']").click()
+    wait_for(browser, lambda: "Saved:" in announce(browser))
+
+
+def test_buttons_page_add_and_live(agent, browser):
+    browser.get(agent.base + "/buttons")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Buttons"
+    assert "No buttons yet" in browser.page_source
+    browser.find_element(By.XPATH, "//summary[normalize-space()='Add by address']").click()
+    browser.find_element(By.ID, "add-address").send_keys("3C:2E:F5:00:11:22")
+    browser.find_element(By.ID, "add-name").send_keys("Bedside", Keys.ENTER)
+    wait_for(browser, lambda: "Saved: added Bedside (3C:2E:F5:00:11:22, bthome)" in announce(browser))
+    assert "single → take, double → snooze, hold → undo" in browser.find_element(By.ID, "live-buttons").text
+    check_page(browser, "buttons")
+    # A button added from the command line appears on the open page within a second (the live stream).
+    browser.find_element(By.TAG_NAME, "h1").click()
+    time.sleep(0.5)
+    started = time.monotonic()
+    agent.cli("button", "add", "3C:2E:F5:00:11:33", "--kind", "itag", "--name", "Hall")
+    wait_for(browser, lambda: "Hall" in browser.find_element(By.ID, "live-buttons").text, timeout=5)
+    elapsed = time.monotonic() - started
+    print(f"live update of the Buttons page after the CLI's add: {elapsed:.3f} s")
+    assert elapsed < 1.0, f"the Buttons page updated after {elapsed:.2f} s"
+
+
+def test_batteries_page_updates_live_and_usage_alerts(agent, browser):
+    import sqlite3
+    browser.get(agent.base + "/batteries")
+    assert browser.find_element(By.ID, "alerts-title").text == "Usage alerts"
+    time.sleep(0.5)
+    started = time.monotonic()
+    db = sqlite3.connect(agent.home / "data" / "dosetap" / "dosetap.sqlite")
+    with db:
+        db.execute("INSERT INTO battery_sample (at, level, on_ac, status, source) VALUES (?, 12, 0, 'discharging', 'button:Kitchen')", (time.time(),))
+    db.close()
+    wait_for(browser, lambda: "button:Kitchen" in browser.find_element(By.ID, "live-batteries").text, timeout=5)
+    elapsed = time.monotonic() - started
+    print(f"live update of the Batteries page after a new reading: {elapsed:.3f} s")
+    assert elapsed < 1.0, f"the Batteries page updated after {elapsed:.2f} s"
+    # Thresholds in the wrong order: the command line's words.
+    warning = browser.find_element(By.ID, "alerts-warning")
+    warning.clear()
+    warning.send_keys("90")
+    critical = browser.find_element(By.ID, "alerts-critical")
+    critical.clear()
+    critical.send_keys("50", Keys.ENTER)
+    wait_for(browser, lambda: "Not saved: warning (90 %) must be lower than critical (50 %)" in announce(browser))
+    cli = agent.cli("alerts", "set", "--warning", "90", "--critical", "50", check=False)
+    assert "warning (90 %) must be lower than critical (50 %)" in cli.stderr
+    check_page(browser, "batteries-alerts")
+
+
+def test_alarm_backup_section(agent, browser):
+    from selenium.webdriver.support.ui import Select
+    agent.cli("alarm", "add", "06:30", "--label", "Work", "--repeat", "daily")
+    browser.get(agent.base + "/alarms")
+    browser.find_element(By.XPATH, "//summary[normalize-space()='Add a backup to Work']").click()
+    Select(browser.find_element(By.CSS_SELECTOR, "select[name=kind]")).select_by_value("phone")
+    browser.find_element(By.CSS_SELECTOR, "input[name=value]").send_keys("+15551234567", Keys.ENTER)
+    wait_for(browser, lambda: "Saved: (555) 123-4567 added to the backups of alarm" in announce(browser))
+    text = browser.find_element(By.ID, "live-alarms").text
+    assert "(555) 123-4567" in text and "Calls with automated backup message" in text and "— Call (555) 123-4567" in text
+    browser.find_element(By.XPATH, "//button[normalize-space()='Turn backup on for Work']").click()
+    wait_for(browser, lambda: "Saved: backup of alarm" in announce(browser))
+    check_page(browser, "alarms-backup")
+
+
+def test_theme_switch_and_dark_override(agent, browser):
+    browser.get(agent.base + "/alarms")
+    browser.find_element(By.XPATH, "//nav[@aria-label='Theme']//a[starts-with(normalize-space(), 'Dark')]").click()
+    wait_for(browser, lambda: browser.find_element(By.TAG_NAME, "html").get_attribute("data-theme") == "dark")
+    assert browser.current_url == agent.base + "/alarms"
+    # Dark chosen wins over a light system preference.
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+    background = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(18, 18, 18)", background
+    assert axe_violations(browser) == []
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    browser.find_element(By.XPATH, "//nav[@aria-label='Theme']//a[starts-with(normalize-space(), 'Automatic')]").click()
+    wait_for(browser, lambda: browser.find_element(By.TAG_NAME, "html").get_attribute("data-theme") in (None, "dark"))
+
+
+def test_touch_targets_are_at_least_44_px(agent, browser):
+    small = []
+    for path in ["/", "/alarms", "/batteries", "/buttons", "/sounds", "/history"]:
+        browser.get(agent.base + path)
+        small += browser.execute_script("""
+            var out = [];
+            document.querySelectorAll('button, select, input:not([type=hidden]), summary, nav a').forEach(function (e) {
+              var r = e.getBoundingClientRect();
+              if (r.width === 0 && r.height === 0) { return; }
+              if (r.height < 44 || r.width < 44) { out.push(location.pathname + ' ' + e.outerHTML.slice(0, 80) + ' ' + r.width + 'x' + r.height); }
+            });
+            return out;
+        """)
+    assert small == [], small
+
+
 def test_unix_socket_same_user_needs_no_pairing(agent):
     r = subprocess.run(["/usr/bin/python3", "-c", """
 import socket, sys
@@ -325,3 +447,26 @@ def test_the_agent_stops_promptly_with_a_live_page_open(agent, browser):
     agent.stop()
     assert time.monotonic() - started < 10
     assert "agent stopped" in agent.log_text()
+
+
+# Last: it pairs the browser with another agent on the same host (cookies do not tell ports apart).
+def test_turning_on_an_alarm_the_battery_will_not_last_to_shows_the_red_card(browser):
+    # A second agent on a laptop battery (umockdev: 77 %, 9.87 W of 50.2 Wh, about 3.9 h left).
+    fixture = pathlib.Path(__file__).resolve().parents[2] / "hw-fixtures/power_supply/energy-discharging.umockdev"
+    laptop = Agent(wrap=("/usr/bin/umockdev-run", "-d", str(fixture), "--"))
+    try:
+        late = time.strftime("%H:%M", time.gmtime(time.time() + 6 * 3600))
+        laptop.cli("alarm", "add", late, "--label", "Risky")
+        laptop.cli("alarm", "off", "1")
+        url, _ = laptop.link()
+        browser.get(url)
+        browser.get(laptop.base + "/alarms")
+        assert "Alarm at Risk" not in browser.page_source  # off: no card
+        browser.find_element(By.XPATH, "//button[normalize-space()='Turn on Risky']").click()
+        wait_for(browser, lambda: "turned on" in announce(browser))
+        card = browser.find_element(By.CSS_SELECTOR, "#alarm-1 .nudge.critical")
+        assert "Alarm at Risk" in card.text and "Plug in now." in card.text
+        # The words say it, not only the colour; and the red card passes axe in light and dark.
+        check_page(browser, "alarms-at-risk")
+    finally:
+        laptop.stop()

@@ -33,6 +33,17 @@ public struct FeedbackDevices: Sendable {
         }
         return FeedbackCapabilities(hapticsSupported: haptics.isSupported, sounds: sounds, builtinBeep: beep)
     }
+
+    /// A sound of this machine by name (the built-in beep included). Errors: "unknown sound '…': see dosetap
+    /// sounds list", or the catalog's failure.
+    public func sound(named name: String) throws -> SoundInfo {
+        let sounds: [SoundInfo]
+        do { sounds = try catalog.list() } catch { throw UseCaseError("\(error)") }
+        guard let sound = (sounds + [beep]).first(where: { $0.name == name }) else {
+            throw UseCaseError("unknown sound '\(name)': see dosetap sounds list")
+        }
+        return sound
+    }
 }
 
 /// Plays feedback: resolves the plan for an event, then shows the desktop notification, plays the sound

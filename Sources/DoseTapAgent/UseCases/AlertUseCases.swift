@@ -79,6 +79,37 @@ public struct AlertUseCases: Sendable {
         return AlertOverview(settings: settings, sources: sources)
     }
 
+    // MARK: Input, as every face checks it (the messages of `dosetap alerts …`)
+
+    /// A percentage threshold as typed: a whole number in ASCII digits, or nil.
+    public static func percent(_ text: String) -> Int? {
+        guard !text.isEmpty, text.count <= 3, text.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
+        return Int(text)
+    }
+
+    /// The ranges of the thresholds given (whether warning stays below critical with what is stored is the
+    /// use case's to say): "warning (N %) must be between 10 and 99 % used", ….
+    public static func checkRanges(warning: Int?, critical: Int?) throws {
+        if let warning, !AlertThresholds.warningRange.contains(warning) {
+            throw UseCaseError("warning (\(warning) %) must be between 10 and 99 % used")
+        }
+        if let critical, !AlertThresholds.criticalRange.contains(critical) {
+            throw UseCaseError("critical (\(critical) %) must be between 5 and 95 % used")
+        }
+        if let warning, let critical, warning >= critical {
+            throw UseCaseError("warning (\(warning) %) must be lower than critical (\(critical) %)")
+        }
+    }
+
+    /// 15m, 1h, 4h, 24h, or off (nil).
+    public static func snoozeDuration(_ text: String) throws -> AlertSnooze? {
+        if text == "off" { return nil }
+        guard let duration = AlertSnooze(rawValue: text) else {
+            throw UseCaseError("invalid snooze '\(DisplayText.escaped(text, maxLength: 4096, doublingBackslashes: false))': use 15m, 1h, 4h, 24h or off")
+        }
+        return duration
+    }
+
     /// `alerts set`: either threshold or both; every source's own thresholds must still make a pair.
     public func setThresholds(warning: Int?, critical: Int?) throws -> AlertSettings {
         try change { repository, settings in

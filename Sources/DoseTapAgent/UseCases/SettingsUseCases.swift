@@ -13,13 +13,18 @@ public struct SettingsUseCases: Sendable {
     private let history: DoseHistory?
     private let events: EventBus?
     private let logger: Logger
+    /// Whether an alarm is ringing now (the agent's): a changed `alarm` feedback applies to the next ring.
+    private let alarmRinging: (@Sendable () -> Bool)?
 
     /// - Parameters:
     ///   - devices: this machine's sounds and vibration motor, to check a chosen sound and report haptics;
     ///     without them no sound can be chosen.
     ///   - history: tonight's dose log, to tell whether a changed reminder is already scheduled.
+    ///   - alarmRinging: whether an alarm rings now (the agent knows; the command line does not).
     public init(settings: SettingsRepository, devices: FeedbackDevices? = nil, history: DoseHistory? = nil,
-                events: EventBus? = nil, logger: Logger = Logger(label: "dosetap.settings")) {
+                events: EventBus? = nil, logger: Logger = Logger(label: "dosetap.settings"),
+                alarmRinging: (@Sendable () -> Bool)? = nil) {
+        self.alarmRinging = alarmRinging
         self.settings = settings
         self.devices = devices
         self.history = history
@@ -175,7 +180,7 @@ public struct SettingsUseCases: Sendable {
     }
 
     /// Changes one event's feedback. Returns true when tonight's reminder for the event is already
-    /// scheduled and has not rung: the change applies from the next night.
+    /// scheduled and has not rung (or, for `alarm`, an alarm rings now): the change applies next time.
     @discardableResult
     public func changeEvent(_ event: FeedbackEvent, _ change: EventFeedbackChange) throws -> Bool {
         var (feedback, _) = try load()
@@ -201,7 +206,26 @@ public struct SettingsUseCases: Sendable {
         feedback.set(event, f)
         do { try settings.saveFeedback(feedback) } catch { throw UseCaseError("could not save: \(error)") }
         events?.publish(.settingsChanged)
+        if event == .alarm, alarmRinging?() == true { return true }
         return history?.reminderPending(for: event) ?? false
+    }
+
+    /// The sounds that can be chosen on this machine: the installed themes' and the built-in beep, by name.
+    public func sounds() -> [SoundInfo] {
+        guard let devices else { return [] }
+        return devices.capabilities(logger: logger).sounds.values.sorted { $0.name < $1.name }
+    }
+
+    /// The settings screen at once: the feedback, what every event would play now and the sounds to choose
+    /// from, with one listing of the machine's sounds (a listing walks the sound themes' folders).
+    public func screen() throws -> (feedback: Feedback, plans: [FeedbackPlan], sounds: [SoundInfo]) {
+        let (feedback, night) = try load()
+        let capabilities = capabilities()
+        let plans = FeedbackEvent.allCases.map {
+            FeedbackResolver.resolve($0, settings: feedback, quiet: night.quietMode, capabilities: capabilities)
+        }
+        let sounds = devices == nil ? [] : capabilities.sounds.values.sorted { $0.name < $1.name }
+        return (Feedback(settings: feedback, quietMode: night.quietMode, hapticsSupported: capabilities.hapticsSupported), plans, sounds)
     }
 
     /// The feedback the agent would play now for `event`, on this machine, with quiet mode.

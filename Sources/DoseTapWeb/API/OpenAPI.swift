@@ -89,8 +89,62 @@ enum OpenAPIDocument {
             "responses": { "200": { "description": "The alarm", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Alarm" } } } }, "400": { "$ref": "#/components/responses/Bad" }, "404": { "$ref": "#/components/responses/Bad" } } },
           "delete": { "summary": "Delete an alarm", "security": [ { "session": [], "csrf": [] } ],
             "responses": { "200": { "description": "{\"deleted\": id}" }, "404": { "$ref": "#/components/responses/Bad" } } } },
-        "/events": { "get": { "summary": "Live updates (server-sent events): event tonight, data the Tonight fragment (HTML)", "responses": {
-          "200": { "description": "text/event-stream" }, "401": { "$ref": "#/components/responses/Bad" } } } }
+        "/api/alarms/{id}/backups": {
+          "parameters": [ { "name": "id", "in": "path", "required": true, "schema": { "type": "integer", "minimum": 1 } } ],
+          "get": { "summary": "The alarm's backups and their timing (dosetap alarm backup ID list --json, dosetap alarm preview ID --json)", "responses": {
+            "200": { "description": "{alarm, enabled, targets: [{target, kind, name, sublabel}], note, preview: [{at, target, action}] | null}" }, "404": { "$ref": "#/components/responses/Bad" } } },
+          "post": { "summary": "Change the backups (dosetap alarm backup ID on|off|add|move|remove)", "security": [ { "session": [], "csrf": [] } ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["action"], "properties": {
+              "action": { "enum": ["on", "off", "add", "move", "remove"] }, "target": { "type": "string", "example": "phone:+15551234567" }, "to": { "type": "integer", "minimum": 1 } } } } } },
+            "responses": { "200": { "description": "The backups, as GET" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "404": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/feedback": {
+          "get": { "summary": "Sound and vibration: global and per event (dosetap feedback show --json), and what each event would play now", "responses": {
+            "200": { "description": "{feedback: {global, events}, plans: [{event, chime, sound, haptics, muted, warnings}]}" }, "401": { "$ref": "#/components/responses/Bad" } } },
+          "post": { "summary": "Change the global settings (dosetap feedback set)", "security": [ { "session": [], "csrf": [] } ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": {
+              "sound": { "type": "string", "description": "A sound name, or none" }, "haptics": { "type": "boolean" }, "intensity": { "enum": ["light", "medium", "strong"] }, "quiet": { "type": "boolean" } } } } } },
+            "responses": { "200": { "description": "The settings" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/feedback/events/{event}": {
+          "parameters": [ { "name": "event", "in": "path", "required": true, "schema": { "enum": ["dose-window-open", "dose-reminder", "dose-urgent", "dose-closed", "dose-recorded", "action-rejected", "battery-nudge", "alarm", "usage-alert"] } } ],
+          "patch": { "summary": "Change one event (dosetap feedback event); default means Use global default", "security": [ { "session": [], "csrf": [] } ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": {
+              "chime": { "type": "boolean" }, "sound": { "type": "string" }, "haptics": { "oneOf": [ { "type": "boolean" }, { "const": "default" } ] }, "intensity": { "enum": ["light", "medium", "strong", "default"] } } } } } },
+            "responses": { "200": { "description": "{event, settings, plan, timerRunning, message}: message is Timer is running, changes will apply next time when tonight's reminder is already scheduled" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "404": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/sounds": { "get": { "summary": "The sounds of this machine (dosetap sounds list --json) and the one previewing", "responses": { "200": { "description": "{sounds, playing}" } } } },
+        "/api/sounds/preview": { "post": { "summary": "Play a sound until it ends or stop", "security": [ { "session": [], "csrf": [] } ],
+          "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["sound"], "properties": { "sound": { "type": "string" } } } } } },
+          "responses": { "200": { "description": "{playing}" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/sounds/stop": { "post": { "summary": "Stop the preview", "security": [ { "session": [], "csrf": [] } ], "responses": { "200": { "description": "{stopped: name | null}" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/buttons": {
+          "get": { "summary": "The added buttons (dosetap button list --json) with battery and last press", "responses": { "200": { "description": "{buttons}" } } },
+          "post": { "summary": "Add a button (dosetap button add)", "security": [ { "session": [], "csrf": [] } ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["address", "kind"], "properties": {
+              "address": { "type": "string" }, "kind": { "enum": ["bthome", "itag", "hid"] }, "name": { "type": "string" }, "bindkey": { "type": "string" } } } } } },
+            "responses": { "200": { "description": "{button, updated, keyChange}" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/buttons/scan": { "post": { "summary": "Listen for nearby buttons (dosetap button scan --json)", "security": [ { "session": [], "csrf": [] } ],
+          "requestBody": { "required": false, "content": { "application/json": { "schema": { "type": "object", "properties": { "seconds": { "type": "integer", "minimum": 1, "maximum": 30 } } } } } },
+          "responses": { "200": { "description": "{candidates}" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "503": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/buttons/{address}": {
+          "parameters": [ { "name": "address", "in": "path", "required": true, "schema": { "type": "string" } } ],
+          "patch": { "summary": "Map gestures (dosetap button map)", "security": [ { "session": [], "csrf": [] } ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": {
+              "single": { "enum": ["take", "snooze", "undo", "skip", "none"] }, "double": { "enum": ["take", "snooze", "undo", "skip", "none"] }, "hold": { "enum": ["take", "snooze", "undo", "skip", "none"] }, "noDouble": { "type": "boolean" } } } } } },
+            "responses": { "200": { "description": "The button" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "404": { "$ref": "#/components/responses/Bad" } } },
+          "delete": { "summary": "Remove a button", "security": [ { "session": [], "csrf": [] } ], "responses": { "200": { "description": "{removed}" }, "404": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/alerts": { "get": { "summary": "Usage alerts (dosetap alerts show --json)", "responses": { "200": { "description": "{warning, critical, snoozedUntil, sources}" } } } },
+        "/api/alerts/history": { "get": { "summary": "The alerts given, newest first", "responses": { "200": { "description": "{history}" } } } },
+        "/api/alerts/thresholds": { "post": { "summary": "dosetap alerts set: warning 10-99, critical 5-95, warning below critical", "security": [ { "session": [], "csrf": [] } ],
+          "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": { "warning": { "type": "integer" }, "critical": { "type": "integer" } } } } } },
+          "responses": { "200": { "description": "As GET /api/alerts" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/alerts/source": { "post": { "summary": "dosetap alerts source NAME", "security": [ { "session": [], "csrf": [] } ],
+          "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "warning": { "type": "integer" }, "critical": { "type": "integer" }, "enabled": { "type": "boolean" }, "reset": { "type": "boolean" } } } } } },
+          "responses": { "200": { "description": "{name, warning, critical, enabled, state}" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "404": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/alerts/snooze": { "post": { "summary": "dosetap alerts snooze 15m|1h|4h|24h|off", "security": [ { "session": [], "csrf": [] } ],
+          "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": { "duration": { "enum": ["15m", "1h", "4h", "24h", "off"] } } } } } },
+          "responses": { "200": { "description": "{snoozedUntil}" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/events": { "get": { "summary": "Live updates (server-sent events): page=tonight (default) sends event tonight with the Tonight fragment; page=alarms|batteries|buttons sends event live with that page's live part (HTML)",
+          "parameters": [ { "name": "page", "in": "query", "schema": { "enum": ["tonight", "alarms", "batteries", "buttons"] } }, { "name": "version", "in": "query", "schema": { "type": "string" } } ],
+          "responses": { "200": { "description": "text/event-stream" }, "401": { "$ref": "#/components/responses/Bad" }, "404": { "$ref": "#/components/responses/Bad" } } } }
       }
     }
 

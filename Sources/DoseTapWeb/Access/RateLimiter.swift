@@ -28,8 +28,15 @@ public struct RateLimiter: Sendable {
 
     private var clients: [String: Client] = [:]
     private var decisions = 0
+    /// Served at once, a minute (`[web] rate_burst`).
+    public let burstLimit: Int
+    /// Refused above this many in a minute (`[web] rate_refuse_above`).
+    public let refuseLimit: Int
 
-    public init() {}
+    public init(burst: Int = RateLimiter.burst, refuseAbove: Int = RateLimiter.refuseAbove) {
+        burstLimit = burst
+        refuseLimit = refuseAbove
+    }
 
     public mutating func admit(_ client: String, at now: Date) -> Decision {
         decisions += 1
@@ -43,13 +50,13 @@ public struct RateLimiter: Sendable {
         let windowStart = now.addingTimeInterval(-Self.window)
         state.arrivals.removeAll { $0 <= windowStart }
         state.arrivals.append(now)
-        if state.arrivals.count > Self.refuseAbove {
+        if state.arrivals.count > refuseLimit {
             let until = now.addingTimeInterval(Self.refusal)
             state.blockedUntil = until
             state.arrivals = []
             return .refused(until: until, first: true)
         }
-        let tolerance = TimeInterval(Self.burst - 1) * Self.interval
+        let tolerance = TimeInterval(burstLimit - 1) * Self.interval
         let tat = max(state.tat, now)
         let earliest = tat.addingTimeInterval(-tolerance)
         state.tat = tat.addingTimeInterval(Self.interval)

@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Pairing codes, session cookies and CSRF tokens, all signed with the install's `WebSecret`.
 ///
@@ -29,8 +32,12 @@ public struct WebTokens: Sendable {
 
     public enum PairingRefusal: Error, Equatable, CustomStringConvertible {
         case malformed, expired, used
+        /// The redeemed code could not be written down (the data folder is full or read-only): refused,
+        /// since a restart would forget it.
+        case unrecorded
         public var description: String {
             switch self {
+            case .unrecorded: "this pairing code cannot be recorded as used (the data folder cannot be written): try again"
             case .malformed: "this is not a pairing code of this DoseTap: run dosetap web link for a new one"
             case .expired: "this pairing code has expired (codes are valid for 10 minutes): run dosetap web link for a new one"
             case .used: "this pairing code was already used: run dosetap web link for a new one"
@@ -82,23 +89,69 @@ public struct WebTokens: Sendable {
     }
 }
 
-/// Redeems pairing codes once each: remembers the redeemed codes until they expire.
+/// Redeems pairing codes once each: remembers the redeemed codes until they expire — in memory and, with
+/// a data folder, in `web-redeemed` beside the database (mode 0600), so a code redeemed just before a
+/// restart of the agent cannot be redeemed again after it. (The command line issues codes without the
+/// agent, so a code cannot be bound to one run of the agent; the record is what makes it once-only.)
 public final class PairingDesk: Sendable {
+    public static let fileName = "web-redeemed"
     private let tokens: WebTokens
-    private let redeemed = Mutex<[[UInt8]: Date]>([:])
+    private let file: URL?
+    private let redeemed: Mutex<[[UInt8]: Date]>
 
-    public init(tokens: WebTokens) { self.tokens = tokens }
+    /// - Parameter dataDirectory: where `web-redeemed` is kept; nil: in memory only.
+    public init(tokens: WebTokens, dataDirectory: URL? = nil) {
+        self.tokens = tokens
+        file = dataDirectory?.appendingPathComponent(Self.fileName)
+        redeemed = Mutex(file.map(Self.load) ?? [:])
+    }
 
     /// A new session cookie for a valid, unused code; else why not.
     public func redeem(_ code: String, now: Date) throws(WebTokens.PairingRefusal) -> String {
         let (nonce, expiry) = try tokens.checkPairingCode(code, now: now)
-        let fresh = redeemed.withLock { used -> Bool in
-            used = used.filter { $0.value > now }
-            guard used[nonce] == nil else { return false }
-            used[nonce] = expiry
-            return true
+        let file = self.file
+        let outcome = redeemed.withLock { used -> WebTokens.PairingRefusal? in
+            var next = used.filter { $0.value > now }
+            guard next[nonce] == nil else { return .used }
+            next[nonce] = expiry
+            if let file, !Self.save(next, to: file) { return .unrecorded }
+            used = next
+            return nil
         }
-        guard fresh else { throw .used }
+        if let outcome { throw outcome }
         return tokens.newSession(now: now)
+    }
+
+    /// Lines of "nonce-hex expiry-unix-seconds"; an unreadable or garbled line is skipped.
+    static func load(_ file: URL) -> [[UInt8]: Date] {
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [:] }
+        var out: [[UInt8]: Date] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let seconds = Int64(parts[1]), parts[0].count == 16 else { continue }
+            var nonce: [UInt8] = []
+            var index = parts[0].startIndex
+            while index < parts[0].endIndex {
+                let next = parts[0].index(index, offsetBy: 2)
+                guard let byte = UInt8(parts[0][index..<next], radix: 16) else { break }
+                nonce.append(byte)
+                index = next
+            }
+            guard nonce.count == 8 else { continue }
+            out[nonce] = Date(timeIntervalSince1970: TimeInterval(seconds))
+        }
+        return out
+    }
+
+    /// Written whole to a temporary file, then renamed over the record (mode 0600).
+    static func save(_ used: [[UInt8]: Date], to file: URL) -> Bool {
+        let text = used.map { nonce, expiry in
+            nonce.map { String(format: "%02x", $0) }.joined() + " \(Int64(expiry.timeIntervalSince1970))\n"
+        }.joined()
+        let temporary = file.path + ".new"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            return false
+        }
+        return rename(temporary, file.path) == 0
     }
 }

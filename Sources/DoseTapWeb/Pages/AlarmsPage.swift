@@ -15,21 +15,19 @@ enum AlarmsPage {
 
     static func canonical(_ text: String) -> String { (try? AlarmRepeat(parsing: text))?.description ?? text }
 
+    /// An alarm's backups (#12) as the page shows them: the list and the timing preview (or why there is none).
+    struct Backups {
+        var view: AlarmUseCases.BackupsView
+        var preview: [(at: Date, target: BackupTarget)]
+        var previewProblem: String?
+    }
+
     static func render(alarms: [AlarmView], unusable: [String], wakeProblem: String?, timeZone: TimeZone, csrf: String,
-                       flash: Flash?) -> String {
+                       flash: Flash?, backups: [Int: Backups] = [:], ringing: Set<Int> = []) -> String {
         var body = "<h1>Alarms</h1>"
         body += "<div id=\"announce\" role=\"status\" aria-live=\"polite\">\(flash.map(TonightPage.renderFlash) ?? "")</div>"
-        if let wakeProblem, alarms.contains(where: \.alarm.enabled) {
-            body += "<div class=\"nudge warning\" role=\"note\"><p class=\"nudge-header\"><strong>Warning</strong></p><p>\(HTML.escape(wakeProblem, maxLength: 1000))</p></div>"
-        }
-        if alarms.isEmpty {
-            body += "<p>No alarms yet.</p>"
-        } else {
-            body += "<ul class=\"alarms\">" + alarms.map { row($0, timeZone: timeZone, csrf: csrf) }.joined() + "</ul>"
-        }
-        for line in unusable {
-            body += "<p class=\"refusal\">\(HTML.escape(line, maxLength: 300))</p>"
-        }
+        body += HTML.live("alarms", fragment(alarms: alarms, unusable: unusable, wakeProblem: wakeProblem, timeZone: timeZone, csrf: csrf,
+                                             backups: backups, ringing: ringing))
         body += """
             <h2>Add an alarm</h2>
             <form method="post" action="/alarms/add" class="alarm-form">\(HTML.hiddenCSRF(csrf))
@@ -38,6 +36,26 @@ enum AlarmsPage {
             </form>
             """
         return HTML.page(title: "Alarms", current: "/alarms", body: body)
+    }
+
+    /// The live part: the wake warning, the alarms (ringing, next occurrence, the battery card), the unreadable rows.
+    static func fragment(alarms: [AlarmView], unusable: [String], wakeProblem: String?, timeZone: TimeZone, csrf: String,
+                         backups: [Int: Backups], ringing: Set<Int>) -> String {
+        var body = ""
+        if let wakeProblem, alarms.contains(where: \.alarm.enabled) {
+            body += "<div class=\"nudge warning\" role=\"note\"><p class=\"nudge-header\"><strong>Warning</strong></p><p>\(HTML.escape(wakeProblem, maxLength: 1000))</p></div>"
+        }
+        if alarms.isEmpty {
+            body += "<p>No alarms yet.</p>"
+        } else {
+            body += "<ul class=\"alarms\">" + alarms.map {
+                row($0, timeZone: timeZone, csrf: csrf, backups: backups[$0.alarm.id], ringing: ringing.contains($0.alarm.id))
+            }.joined() + "</ul>"
+        }
+        for line in unusable {
+            body += "<p class=\"refusal\">\(HTML.escape(line, maxLength: 300))</p>"
+        }
+        return body
     }
 
     static func fields(prefix: String, time: String, label: String, repetition: String) -> String {
@@ -56,7 +74,7 @@ enum AlarmsPage {
             """
     }
 
-    static func row(_ view: AlarmView, timeZone: TimeZone, csrf: String) -> String {
+    static func row(_ view: AlarmView, timeZone: TimeZone, csrf: String, backups: Backups? = nil, ringing: Bool = false) -> String {
         let alarm = view.alarm
         let id = alarm.id
         let label = HTML.escape(alarm.label)
@@ -69,6 +87,9 @@ enum AlarmsPage {
             next = "Next: " + f.string(from: nextAt)
         }
         var out = "<li class=\"alarm\" id=\"alarm-\(id)\"><h2>\(HTML.escape(alarm.time.description)) <span class=\"label\">\(label)</span></h2>"
+        if ringing {
+            out += "<p class=\"ringing\"><strong>Ringing now.</strong> Stop it with a button, the notification or dosetap alarm stop.</p>"
+        }
         out += "<p>\(HTML.escape(repeatTitle(alarm.repetition.description))) · \(alarm.enabled ? "On" : "Off") · \(HTML.escape(next))</p>"
         if let nudge = view.nudge {
             out += """
@@ -92,12 +113,67 @@ enum AlarmsPage {
             <details><summary>Delete \(label)…</summary>
             <form method="post" action="/alarms/\(id)/delete">\(HTML.hiddenCSRF(csrf))<input type="hidden" name="confirm" value="yes">
             <button type="submit">Yes, delete the \(HTML.escape(alarm.time.description)) alarm</button></form></details>
-            </div></li>
+            </div>\(backups.map { backupSection($0, label: label, timeZone: timeZone, csrf: csrf) } ?? "")</li>
             """
         return out
     }
 
     static func repeatTitle(_ value: String) -> String {
         repeatChoices.first { $0.0 == value }?.1 ?? value
+    }
+
+    /// The Backup section of an alarm: on/off, the targets in order (move up, move down, delete), phone
+    /// numbers formatted with "Calls with automated backup message", adding one, and the timing preview.
+    static func backupSection(_ b: Backups, label: String, timeZone: TimeZone, csrf: String) -> String {
+        let id = b.view.alarm.id
+        let base = "/alarms/\(id)/backup"
+        func form(_ verb: String, _ fields: String, _ button: String) -> String {
+            "<form method=\"post\" action=\"\(base)/\(verb)\" class=\"action\">\(HTML.hiddenCSRF(csrf))\(fields)<button type=\"submit\">\(button)</button></form>"
+        }
+        func hidden(_ target: BackupTarget) -> String {
+            "<input type=\"hidden\" name=\"target\" value=\"\(HTML.escape(target.description, maxLength: 300))\">"
+        }
+        var out = "<section class=\"backup\" aria-labelledby=\"backup-\(id)\"><h3 id=\"backup-\(id)\">Backup of \(label): \(b.view.enabled ? "On" : "Off")</h3>"
+        out += "<p class=\"note\">When this machine cannot ring (off, asleep, out of battery), the backups ring in turn.</p>"
+        out += form(b.view.enabled ? "off" : "on", "", "Turn backup \(b.view.enabled ? "off" : "on") for \(label)")
+        if b.view.targets.isEmpty {
+            out += "<p>No backups yet.</p>"
+        } else {
+            out += "<ol class=\"targets\">"
+            for (n, target) in b.view.targets.enumerated() {
+                let name = HTML.escape(target.displayName, maxLength: 120)
+                out += "<li class=\"target\"><p><strong>\(name)</strong> <span class=\"note\">(\(HTML.escape(target.kind)))</span></p>"
+                if let sub = target.sublabel { out += "<p class=\"sublabel\">\(HTML.escape(sub))</p>" }
+                out += "<div class=\"target-actions\">"
+                if n > 0 { out += form("move", hidden(target) + "<input type=\"hidden\" name=\"to\" value=\"\(n)\">", "Move \(name) up") }
+                if n < b.view.targets.count - 1 {
+                    out += form("move", hidden(target) + "<input type=\"hidden\" name=\"to\" value=\"\(n + 2)\">", "Move \(name) down")
+                }
+                out += "<details><summary>Delete \(name)…</summary>"
+                    + form("remove", hidden(target) + "<input type=\"hidden\" name=\"confirm\" value=\"yes\">", "Yes, delete backup \(name)")
+                    + "</details></div></li>"
+            }
+            out += "</ol>"
+        }
+        out += """
+            <details><summary>Add a backup to \(label)</summary>
+            <form method="post" action="\(base)/add" class="alarm-form">\(HTML.hiddenCSRF(csrf))
+            <label for="backup-\(id)-kind">Kind</label>
+            <select id="backup-\(id)-kind" name="kind"><option value="device">Another DoseTap device (its name)</option><option value="push">A phone notification (ntfy URL)</option><option value="phone">A phone call (number)</option></select>
+            <label for="backup-\(id)-value">Device name, ntfy URL or phone number</label>
+            <input id="backup-\(id)-value" name="value" type="text" required maxlength="300" autocomplete="off">
+            <button type="submit">Add backup</button></form></details>
+            """
+        out += "<h4>Timing</h4>"
+        if let problem = b.previewProblem {
+            out += "<p>\(HTML.escape(problem, maxLength: 300))</p>"
+        } else if b.preview.isEmpty {
+            out += "<p>No backups: nothing would ring elsewhere.</p>"
+        } else {
+            let clock = ClockText(timeZone: timeZone)
+            out += "<ul class=\"timing\">" + b.preview.map { "<li>\(HTML.escape(clock.time($0.at))) — \(HTML.escape($0.target.action, maxLength: 200))</li>" }.joined() + "</ul>"
+            if !b.view.enabled { out += "<p class=\"note\">Backup is off: none of these will ring until it is turned on.</p>" }
+        }
+        return out + "</section>"
     }
 }

@@ -19,9 +19,18 @@ public struct WebBatteries: Sendable {
 
 enum BatteriesPage {
     static func render(status: BatteryStatus?, samples: [BatterySample], others: [(source: String, level: Double, at: Date)],
-                       now: Date, timeZone: TimeZone) -> String {
+                       now: Date, timeZone: TimeZone, alerts: String = "", flash: Flash? = nil) -> String {
+        var body = "<h1>Batteries</h1>"
+        body += "<div id=\"announce\" role=\"status\" aria-live=\"polite\">\(flash.map(TonightPage.renderFlash) ?? "")</div>"
+        body += HTML.live("batteries", fragment(status: status, samples: samples, others: others, now: now, timeZone: timeZone)) + alerts
+        return HTML.page(title: "Batteries", current: "/batteries", body: body)
+    }
+
+    /// The live part: the battery now, the chart, the supplies, the other sources.
+    static func fragment(status: BatteryStatus?, samples: [BatterySample], others: [(source: String, level: Double, at: Date)],
+                         now: Date, timeZone: TimeZone) -> String {
         let clock = ClockText(timeZone: timeZone)
-        var body = "<h1>Batteries</h1><h2>This machine</h2>"
+        var body = "<h2>This machine</h2>"
         if let status, status.state.present {
             var rows: [(String, String)] = []
             if let level = status.state.level { rows.append(("Level", "\(Int(level.rounded())) %")) }
@@ -56,7 +65,7 @@ enum BatteriesPage {
             }
             body += "</tbody></table>"
         }
-        return HTML.page(title: "Batteries", current: "/batteries", body: body)
+        return body
     }
 
     static func sourceText(_ source: DrainSource) -> String {

@@ -1,4 +1,5 @@
 import DoseTapCore
+import Foundation
 
 /// HTML text: everything that is not our own markup goes through `escape`.
 enum HTML {
@@ -25,7 +26,24 @@ enum HTML {
     }
 
     static let navigation = [NavItem(path: "/", title: "Tonight"), NavItem(path: "/alarms", title: "Alarms"),
-                             NavItem(path: "/batteries", title: "Batteries"), NavItem(path: "/history", title: "History")]
+                             NavItem(path: "/batteries", title: "Batteries"), NavItem(path: "/buttons", title: "Buttons"), NavItem(path: "/sounds", title: "Sounds"),
+                             NavItem(path: "/history", title: "History")]
+
+    /// The scheme of the page being answered: "dark" or "light" (the person's choice, or dark after bedtime),
+    /// nil to follow the browser's `prefers-color-scheme`.
+    @TaskLocal static var theme: String?
+    /// The person's own choice ("light", "dark"), nil for automatic.
+    @TaskLocal static var themeChoice: String?
+
+    /// Automatic, light or dark: links (no script needed), each back to the page it was chosen on.
+    static func themeSwitch(current: String) -> String {
+        let back = current.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2F"
+        let items = [("auto", "Automatic (dark after bedtime)"), ("light", "Light"), ("dark", "Dark")].map { value, title -> String in
+            let chosen = (themeChoice ?? "auto") == value
+            return "<li><a href=\"/theme?set=\(value)&amp;back=\(back)\"\(chosen ? " aria-current=\"true\"" : "")>\(escape(title))\(chosen ? " (chosen)" : "")</a></li>"
+        }.joined()
+        return "<footer><nav aria-label=\"Theme\"><ul class=\"theme\">\(items)</ul></nav></footer>"
+    }
 
     /// A whole page: no script or style inline (the CSP forbids them), everything from /static.
     static func page(title: String, current: String?, body: String, scripts: Bool = true) -> String {
@@ -36,7 +54,7 @@ enum HTML {
             """
         return """
             <!doctype html>
-            <html lang="en">
+            <html lang="en"\(theme.map { " data-theme=\"\($0)\"" } ?? "")>
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -51,10 +69,17 @@ enum HTML {
             <main id="main" tabindex="-1">
             \(body)
             </main>
+            \(current == nil ? "" : themeSwitch(current: current!))
             </body>
             </html>
 
             """
+    }
+
+    /// A part of a page that follows the agent's event stream (`/events?page=NAME`): its version lets the
+    /// stream send only what the page does not show yet.
+    static func live(_ name: String, _ fragment: String) -> String {
+        "<div id=\"live-\(name)\" data-live=\"\(name)\" data-version=\"\(TonightPage.version(fragment))\">\(fragment)</div>"
     }
 
     static func hiddenCSRF(_ token: String) -> String {

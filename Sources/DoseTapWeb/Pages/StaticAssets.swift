@@ -5,9 +5,16 @@ enum StaticAssets {
           --accent-fg: #ffffff; --line: #767676; --ok-bg: #e6f4ea; --ok-fg: #0d5124; --bad-bg: #fce8e6; --bad-fg: #8c1d18;
           --warn-bg: #fff0d6; --warn-fg: #6b3b00; --focus: #b45309; }
         @media (prefers-color-scheme: dark) {
-          :root { --bg: #121212; --fg: #eeeeee; --muted: #c4c4c4; --accent: #8ab4f8; --accent-fg: #0b1a33; --line: #9e9e9e;
+          :root:not([data-theme="light"]) { --bg: #121212; --fg: #eeeeee; --muted: #c4c4c4; --accent: #8ab4f8; --accent-fg: #0b1a33; --line: #9e9e9e;
             --ok-bg: #0f2e1a; --ok-fg: #b7f0c6; --bad-bg: #3b0d0a; --bad-fg: #ffb4ab; --warn-bg: #3a2600; --warn-fg: #ffd08a; --focus: #fbbf24; }
         }
+        :root[data-theme="dark"] { color-scheme: dark; --bg: #121212; --fg: #eeeeee; --muted: #c4c4c4; --accent: #8ab4f8; --accent-fg: #0b1a33; --line: #9e9e9e;
+            --ok-bg: #0f2e1a; --ok-fg: #b7f0c6; --bad-bg: #3b0d0a; --bad-fg: #ffb4ab; --warn-bg: #3a2600; --warn-fg: #ffd08a; --focus: #fbbf24; }
+        :root[data-theme="light"] { color-scheme: light; }
+        footer { max-width: 40rem; margin: 0 auto; padding: 1rem; border-top: 1px solid var(--line); }
+        .theme { list-style: none; display: flex; flex-wrap: wrap; gap: 0.5rem; margin: 0; padding: 0; }
+        .theme a { display: inline-block; min-height: 44px; padding: 0.5rem 0.75rem; color: var(--fg); }
+        .theme a[aria-current] { font-weight: 700; }
         @media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
         * { box-sizing: border-box; }
         body { margin: 0; font: 1.125rem/1.5 system-ui, sans-serif; background: var(--bg); color: var(--fg); }
@@ -55,6 +62,19 @@ enum StaticAssets {
         .alarm { border-bottom: 1px solid var(--line); padding: 0.5rem 0 1rem; }
         .alarm h2 { margin: 0.25rem 0; font-variant-numeric: tabular-nums; }
         .alarm .label { font-weight: 400; }
+        .ringing { background: var(--bad-bg); color: var(--bad-fg); padding: 0.75rem; border-radius: 0.5rem; }
+        .backup { margin-top: 1rem; padding-top: 0.5rem; border-top: 1px dashed var(--line); }
+        .targets { padding-left: 1.5rem; }
+        .target p { margin: 0.25rem 0; }
+        .target-actions { display: flex; flex-direction: column; gap: 0.5rem; margin-bottom: 0.75rem; }
+        .sublabel { color: var(--muted); }
+        .settings-form { display: grid; gap: 0.5rem; margin: 0.5rem 0; }
+        .note { color: var(--muted); }
+        .events { list-style: none; padding: 0; }
+        .event { border-bottom: 1px solid var(--line); padding: 0.5rem 0; }
+        .event h3 { margin: 0.25rem 0; }
+        input[type=number] { font: inherit; min-height: 44px; padding: 0.5rem; border: 2px solid var(--line); border-radius: 0.5rem;
+          background: var(--bg); color: var(--fg); }
         input[type=time] { font: inherit; min-height: 44px; padding: 0.5rem; border: 2px solid var(--line); border-radius: 0.5rem;
           background: var(--bg); color: var(--fg); }
 
@@ -65,8 +85,31 @@ enum StaticAssets {
     static let js = """
         "use strict";
         (function () {
-          var live = document.getElementById("tonight");
           var announce = document.getElementById("announce");
+          // Alarms, Batteries, Buttons: the live part follows the event stream. A part the person is working in
+          // (focus inside, a form opened) waits until they leave it: nothing moves under their hands.
+          var part = document.querySelector("[data-live]");
+          if (part && window.EventSource) {
+            var pending = null;
+            var shown = part.getAttribute("data-version") || "";
+            var busy = function () {
+              return part.contains(document.activeElement) || part.querySelector("details[open]") !== null;
+            };
+            var apply = function () {
+              if (pending === null || busy()) { return; }
+              part.innerHTML = pending;
+              pending = null;
+            };
+            part.addEventListener("focusout", function () { window.setTimeout(apply, 0); });
+            part.addEventListener("toggle", apply, true);
+            var stream = new EventSource("/events?page=" + encodeURIComponent(part.getAttribute("data-live")) +
+              "&version=" + encodeURIComponent(shown));
+            stream.addEventListener("live", function (event) {
+              pending = event.data;
+              apply();
+            });
+          }
+          var live = document.getElementById("tonight");
           if (!live) { return; }
           var version = live.getAttribute("data-version") || "";
           // Only a night the page does not show yet replaces it: focus and keyboard position stay put.

@@ -13,9 +13,12 @@ struct Flash: Codable, Equatable {
     var nudgePowerOff: String?
     /// "saved" for settings (alarms): "Saved:" / "Not saved:" instead of "Recorded:" / "Not recorded:".
     var verb: String?
+    /// A second line: "Timer is running, changes will apply next time", "Not supported on this device …".
+    var note: String?
 
-    init(recorded: Bool, message: String, nudge: Nudge? = nil, verb: String? = nil) {
+    init(recorded: Bool, message: String, nudge: Nudge? = nil, verb: String? = nil, note: String? = nil) {
         self.verb = verb
+        self.note = note
         self.recorded = recorded
         self.message = message
         nudgeSeverity = nudge?.severity.rawValue
@@ -67,6 +70,7 @@ enum TonightPage {
         var out = flash.recorded
             ? "<p class=\"confirmation\"><strong>\(word.0):</strong> \(HTML.escape(flash.message))</p>"
             : "<p class=\"refusal\"><strong>\(word.1):</strong> \(HTML.escape(flash.message))</p>"
+        if let note = flash.note { out += "<p class=\"note\"><strong>Note:</strong> \(HTML.escape(note))</p>" }
         if let header = flash.nudgeHeader, let headline = flash.nudgeHeadline, let action = flash.nudgeAction {
             let severity = flash.nudgeSeverity == "critical" ? "critical" : "warning"
             out += """
