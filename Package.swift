@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "DoseTapWeb",
             dependencies: [
-                "DoseTapCore", "DoseTapAgent", "DoseTapStore",
+                "DoseTapCore", "DoseTapAgent", "DoseTapStore", "DoseTapLinux",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
