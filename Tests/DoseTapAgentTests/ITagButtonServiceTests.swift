@@ -52,8 +52,9 @@ struct ITagButtonServiceTests {
         try await mock(c, path, "GetMethodCalls", [.string(method)]).first?.array?.count ?? -1
     }
 
-    /// Polls (every 20 ms, at most `timeout` seconds of wall time) until `condition` holds.
-    static func eventually(timeout: TimeInterval = 5, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    /// Polls (every 20 ms, at most `timeout` seconds of wall time) until `condition` holds. The deadline only
+    /// bounds a failure; 30 s because the mock bluetoothd can be that slow in a full parallel run on two cores.
+    static func eventually(timeout: TimeInterval = 30, _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if try await condition() { return true }

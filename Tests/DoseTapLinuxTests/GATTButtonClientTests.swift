@@ -82,9 +82,9 @@ struct GATTButtonClientTests {
     }
 
     /// Until `count` timers sleep on the fake clock. The client runs on a real bus, so this polls (every
-    /// 5 ms, 5 s at most) for it to get there; the time it then waits is the fake clock's.
+    /// 5 ms, 30 s at most: a slow mock under a full parallel run) for it to get there; the time it then waits is the fake clock's.
     func sleepers(_ count: Int = 1) async -> Bool {
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(30)
         while clock.sleeperCount < count, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return clock.sleeperCount >= count
     }
@@ -357,7 +357,10 @@ final class EventLog: Sendable {
     func stop() { task.cancel() }
 
     /// Waits (polling every 20 ms) until `condition` holds for the events so far; false after `timeout` seconds.
-    func wait(timeout: TimeInterval = 5, _ condition: ([GATTButtonEvent]) -> Bool) async -> Bool {
+    /// Polls until `condition` holds: at once when it does; the deadline only bounds a failure. Generous (30 s):
+    /// in a full parallel `make test` on two cores the mock bluetoothd (a Python process) can take many seconds
+    /// to answer its first calls (seen in a from-nothing CI run).
+    func wait(timeout: TimeInterval = 30, _ condition: ([GATTButtonEvent]) -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if condition(events) { return true }
