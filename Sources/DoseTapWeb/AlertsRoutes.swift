@@ -202,7 +202,7 @@ enum AlertsSection {
         } else {
             out += "<table><caption>The alerts given, newest first</caption><thead><tr><th scope=\"col\">When</th><th scope=\"col\">Source</th><th scope=\"col\">Used</th><th scope=\"col\">Level</th></tr></thead><tbody>"
             for r in history.prefix(50) {
-                out += "<tr><td>\(HTML.escape(r.at.clockText(timeZone)))</td><td>\(HTML.escape(r.source, maxLength: 80))</td><td>\(String(format: "%.0f", r.usage)) %</td><td>\(HTML.escape(r.level.rawValue))</td></tr>"
+                out += "<tr><td>\(HTML.escape(r.at.clock(in: timeZone)))</td><td>\(HTML.escape(r.source, maxLength: 80))</td><td>\(String(format: "%.0f", r.usage)) %</td><td>\(HTML.escape(r.level.rawValue))</td></tr>"
             }
             out += "</tbody></table>"
             out += """
@@ -212,16 +212,5 @@ enum AlertsSection {
                 """
         }
         return out + "</section>"
-    }
-}
-
-extension Date {
-    /// `2026-11-24 06:30` in the zone.
-    func clockText(_ timeZone: TimeZone) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = timeZone
-        f.dateFormat = "yyyy-MM-dd HH:mm"
-        return f.string(from: self)
     }
 }

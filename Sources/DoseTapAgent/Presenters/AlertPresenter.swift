@@ -59,8 +59,8 @@ extension AlertRecord {
 }
 
 extension Date {
-    /// `2026-11-24 06:30` in the zone.
-    func clock(in timeZone: TimeZone) -> String {
+    /// `2026-11-24 06:30` in the zone (the alert history in the CLI and on the dashboard).
+    public func clock(in timeZone: TimeZone) -> String {
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = timeZone
