@@ -46,7 +46,9 @@
 #   umockdev-run -d FIXTURE -- $DOSETAP agent --data-dir $TMP/data
 # side by side, checks that upowerd enumerates the battery, lets both settle, then measures
 # the real children (umockdev-run forks; the wrapper itself is not counted) over the same window:
-#   RSS / peak RSS / PSS   VmRSS, VmHWM (/proc/PID/status), Pss (/proc/PID/smaps_rollup)
+#   RSS / peak RSS / PSS   VmRSS at the window's end, VmHWM (/proc/PID/status), Pss (/proc/PID/smaps_rollup)
+#   RSS mean / max         VmRSS read once a second through the window (the agent gives back its clean pages
+#                          of code 10 s after start-up and after each burst of work: see docs/performance.md)
 #   CPU                    utime+stime (/proc/PID/stat, clock ticks -> s), total and in window
 #   wake-ups               increase of voluntary+nonvoluntary context switches in the window,
 #                          summed over ALL threads (/proc/PID/status counts the main thread
@@ -279,6 +281,15 @@ sample() {
         [[ -n ${BASE[$name:$t]+x} ]] || BASE[$name:$t]=0
         LAST[$name:$t]=$n
     done
+    # The resident set over the window, once a second (reading /proc wakes nothing): its mean and maximum.
+    if [[ $phase == window ]]; then
+        v=$(status_kb "$pid" VmRSS)
+        if [[ -n $v ]]; then
+            RSS_SUM[$name]=$(( ${RSS_SUM[$name]:-0} + v )); RSS_N[$name]=$(( ${RSS_N[$name]:-0} + 1 ))
+            (( v > ${RSS_MAX[$name]:-0} )) && RSS_MAX[$name]=$v
+        fi
+    fi
+    return 0
 }
 switches() { # NAME -> total increase in the window over all threads seen
     local key sum=0
@@ -341,7 +352,7 @@ scenario() {
 
     echo "idle-footprint: settling ${SETTLE}s, then measuring ${DURATION}s" >&2
     sleep "$SETTLE"
-    BASE=(); LAST=(); DEAD=(); CPU0=(); THREADS0=()
+    BASE=(); LAST=(); DEAD=(); CPU0=(); THREADS0=(); RSS_SUM=(); RSS_N=(); RSS_MAX=()
     PID_OF=([upowerd]=$UP_PID [agent]=$AGENT_PID)
     for who in upowerd agent; do
         pid=${PID_OF[$who]}
@@ -395,22 +406,25 @@ mb() { awk -v k="$1" 'BEGIN { if (k == "") print "n/a"; else printf "%.1f", k / 
 row() { # NAME SCENARIO LABEL
     local name=$1 scen=$2 label=$3 pid=${PID_OF[$1]} rss hwm pss cpu sw thr
     if [[ -n ${DEAD[$name]:-} ]] || ! alive "$pid"; then
-        echo "| $scen | $label | $pid | DIED${DEAD[$name]:+ at ${DEAD[$name]}} | | | | | | | |"
+        echo "| $scen | $label | $pid | DIED${DEAD[$name]:+ at ${DEAD[$name]}} | | | | | | | | | |"
         return
     fi
     rss=$(status_kb "$pid" VmRSS); hwm=$(status_kb "$pid" VmHWM); pss=$(pss_kb "$pid")
     cpu=$(cpu_ticks "$pid")
     sw=$(switches "$name")
     thr="${THREADS0[$name]}→$(nthreads "$pid") ($(threads_seen "$name") seen)"
+    local mean= max=
+    (( ${RSS_N[$name]:-0} > 0 )) && mean=$(( RSS_SUM[$name] / RSS_N[$name] )) && max=${RSS_MAX[$name]}
     awk -v s="$scen" -v l="$label" -v p="$pid" -v rss="$(mb "$rss")" -v hwm="$(mb "$hwm")" -v pss="$(mb "$pss")" \
+        -v mean="$(mb "$mean")" -v max="$(mb "$max")" \
         -v c="$cpu" -v c0="${CPU0[$name]}" -v hz="$CLK_TCK" -v sw="$sw" -v el="$elapsed" -v thr="$thr" \
-        'BEGIN { printf "| %s | %s | %s | %s | %s | %s | %.2f | %.2f | %d | %.1f | %s |\n",
-                 s, l, p, rss, hwm, pss, c / hz, (c - c0) / hz, sw, sw * 60 / el, thr }'
+        'BEGIN { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %d | %.1f | %s |\n",
+                 s, l, p, rss, mean, max, hwm, pss, c / hz, (c - c0) / hz, sw, sw * 60 / el, thr }'
 }
 
 STATUS=0
 BREAKDOWN_TEXT=
-declare -A PID_OF=() CPU0=() THREADS0=()
+declare -A PID_OF=() CPU0=() THREADS0=() RSS_SUM=() RSS_N=() RSS_MAX=()
 want() { [[ -z ${ONLY:-} || ,$ONLY, == *",$1,"* ]]; }
 want battery && scenario battery "$FIXTURE" 0
 want ac && scenario ac "$AC_FIXTURE" 0
@@ -422,8 +436,8 @@ report() {
     echo "Battery: ${FIXTURE#"$ROOT"/}; AC: ${AC_FIXTURE#"$ROOT"/}; windows of ${DURATION}s after ${SETTLE}s settle;"
     echo "both processes under umockdev-run; upowerd $(dpkg-query -W -f='${Version}' upower 2>/dev/null || true)."
     echo
-    echo "| scenario | process | PID | RSS MB | peak RSS MB | PSS MB | CPU s (total) | CPU s (window) | wake-ups (window) | wake-ups/min | threads |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | process | PID | RSS MB (end) | RSS MB (window mean) | RSS MB (window max) | peak RSS MB | PSS MB | CPU s (total) | CPU s (window) | wake-ups (window) | wake-ups/min | threads |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     local name
     for name in "${SCENARIOS[@]}"; do echo "${ROWS[$name]}"; done
     if [[ -n $BREAKDOWN_TEXT ]]; then

@@ -22,6 +22,9 @@ public enum Agent {
         // A SIGHUP (reload) that arrives while the agent is still starting must not kill it: ignore it until
         // the reload service takes over the signal.
         signal(SIGHUP, SIG_IGN)
+        // The files mapped now (the executable and its libraries) are those whose clean pages may be given
+        // back once the agent is quiet (PageReleaseService; DOSETAP_RELEASE_PAGES=0 keeps them).
+        let pages = ProcessInfo.processInfo.environment["DOSETAP_RELEASE_PAGES"] == "0" ? nil : ResidentPages()
         let configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
         let database = try DoseTapDatabase(directory: paths.dataDirectory)
         // One libudev client for the power supplies, the HID remotes and the vibration motor.
@@ -181,6 +184,12 @@ public enum Agent {
             } catch {
                 logger.error("\(error)")
             }
+        }
+        if let pages {
+            services.append(.init(service: PageReleaseService(
+                activity: PageReleaseService.activity(events: events, databaseChanges: watcher?.changes()),
+                clock: TimerFDScheduler.shared, timing: .init(), idle: { EpollLoop.shared.whenIdle($0) },
+                release: PageReleaseService.releasing(pages, logger: logger))))
         }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval, clock: TimerFDScheduler.shared)))

@@ -32,6 +32,34 @@ struct EpollLoopTests {
         #expect(!loop.inLoop)
     }
 
+    @Test("the idle hook runs on the loop's thread after all the work of a wake-up, in that wake-up; removed, it no longer runs")
+    func idleHook() throws {
+        let loop = EpollLoop()
+        let log = Mutex<[String]>([])
+        loop.whenIdle { log.withLock { $0.append(loop.inLoop ? "idle on loop" : "idle elsewhere") } }
+        // One wake-up with three closures queued at once (the first queues a fourth): the hook runs once,
+        // after all of them.
+        loop.sync {
+            loop.execute { log.withLock { $0.append("a") }; loop.execute { log.withLock { $0.append("d") } } }
+            loop.execute { log.withLock { $0.append("b") } }
+            loop.execute { log.withLock { $0.append("c") } }
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while log.withLock({ !$0.contains("d") || $0.last != "idle on loop" }) && Date() < deadline { usleep(1000) }
+        let seen = log.withLock { $0 }
+        let work = seen.filter { !$0.hasPrefix("idle") }
+        #expect(work == ["a", "b", "c", "d"])
+        #expect(seen.last == "idle on loop")
+        #expect(!seen.contains("idle elsewhere"))
+        // After the last piece of work, the hook ran before the loop waited again (no piece after it).
+        #expect((seen.lastIndex(of: "d") ?? .max) < (seen.lastIndex(of: "idle on loop") ?? -1))
+        loop.whenIdle(nil)
+        let count = log.withLock { $0.count }
+        loop.sync {}
+        loop.sync {}
+        #expect(log.withLock { $0.count } == count)
+    }
+
     @Test("sync from another thread runs on the loop and returns its value, again and again; nested, it runs inline")
     func sync() throws {
         let loop = EpollLoop()

@@ -56,6 +56,8 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
         /// The eventfd was written and the loop has not yet taken the work: no need to write it again.
         var wakePending = false
         var handlers: [UInt64: Handler] = [:]
+        /// Run each time the loop has nothing left to do, just before it waits again.
+        var idle: (@Sendable () -> Void)?
     }
 
     private let epoll: Int32
@@ -231,7 +233,17 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
                 handler?.body(Events(rawValue: masks[i]))
             }
             runQueued()
+            if let idle = state.withLock({ $0.idle }) {
+                idle()
+                runQueued()
+            }
         }
+    }
+
+    /// Runs `body` on the loop's thread each time the loop has done all its work, just before it waits
+    /// again: in the same wake-up as that work, never one of its own (nil removes it). It must be short.
+    public func whenIdle(_ body: (@Sendable () -> Void)?) {
+        state.withLock { $0.idle = body }
     }
 
     /// Runs everything queued, including what the work itself queues, until nothing is left.

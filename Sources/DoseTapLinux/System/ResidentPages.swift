@@ -1,0 +1,157 @@
+import Foundation
+import Glibc
+
+/// Gives back the resident pages of the program's own code and read-only data once they have done their
+/// work (#15, docs/performance.md "RSS as installed").
+///
+/// Most of the agent's resident set is clean pages of its 95 MB executable and of its libraries, mapped
+/// while it starts (and while it handles an event): the kernel maps up to 16 neighbouring pages that are
+/// in the page cache at each page fault ("fault-around"), so the 950 faults of a start-up leave 30 MB
+/// resident. Those pages hold nothing but the file's bytes: `madvise(MADV_DONTNEED)` unmaps them, they stay
+/// in the page cache (the first memory the kernel reclaims, shared with every other process that maps the
+/// file), and touching one again is a minor fault that maps it back from the cache, unchanged.
+///
+/// Only mappings where that is exactly true are released: private, not writable, backed by a file this
+/// process mapped before it started working (the executable and the libraries it was linked with, which are
+/// never unmapped), and, when chosen at start-up, without a single anonymous page (a page the process
+/// changed — the relocated `.data.rel.ro` made read-only after relocation — would be lost and read back
+/// unrelocated, so such a mapping is never touched). Nothing in the agent makes such a mapping writable
+/// again (only the dynamic loader does, while it loads a library).
+public struct ResidentPages: Sendable {
+    /// One line of `/proc/self/smaps` with what the decision needs.
+    public struct Mapping: Sendable, Equatable {
+        public var start: UInt
+        public var end: UInt
+        public var permissions: String
+        public var path: String
+        /// Resident and anonymous (copied-on-write) kB of the mapping; nil when smaps did not say.
+        public var residentKB: Int?
+        public var anonymousKB: Int?
+
+        public init(start: UInt, end: UInt, permissions: String, path: String, residentKB: Int? = nil, anonymousKB: Int? = nil) {
+            self.start = start
+            self.end = end
+            self.permissions = permissions
+            self.path = path
+            self.residentKB = residentKB
+            self.anonymousKB = anonymousKB
+        }
+
+        /// Private, readable, not writable, from a file, and not changed by this process: its pages can be read
+        /// back from the file exactly as they are. A mapping whose anonymous size is unknown is not.
+        public var isCleanFileCopy: Bool {
+            let p = Array(permissions)
+            return p.count == 4 && p[0] == "r" && p[1] == "-" && p[3] == "p" && path.hasPrefix("/") && anonymousKB == 0
+        }
+    }
+
+    /// What one release did.
+    public struct Released: Sendable, Equatable {
+        /// Mappings released.
+        public var mappings: Int
+        /// Mappings the kernel refused (none expected: logged by the caller).
+        public var failed: Int
+    }
+
+    /// The mappings a release may give back, chosen once at start-up (`releasable`).
+    public let mappings: [Mapping]
+
+    /// Chooses from this process's mappings now (`/proc/self/smaps`: a few milliseconds, once): make it at
+    /// start-up, when the executable and the libraries of its link map are mapped and relocated and nothing
+    /// could yet have mapped a file it may later unmap.
+    public init() {
+        let all = Self.parse(smaps: Self.read("/proc/self/smaps"))
+        self.init(mappings: Self.releasable(all))
+    }
+
+    public init(mappings: [Mapping]) {
+        self.mappings = mappings
+    }
+
+    /// Parses `/proc/PID/smaps` (or `/proc/PID/maps`: then sizes are nil). Lines it does not understand are
+    /// skipped; a truncated text gives the mappings it holds.
+    public static func parse(smaps text: String) -> [Mapping] {
+        var mappings: [Mapping] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            if let mapping = header(line) {
+                mappings.append(mapping)
+                continue
+            }
+            guard !mappings.isEmpty, let colon = line.firstIndex(of: ":") else { continue }
+            let key = line[..<colon]
+            guard key == "Rss" || key == "Anonymous" else { continue }
+            let fields = line[line.index(after: colon)...].split(separator: " ")
+            guard fields.count == 2, fields[1] == "kB", let kb = Int(fields[0]), kb >= 0 else { continue }
+            if key == "Rss" { mappings[mappings.count - 1].residentKB = kb } else { mappings[mappings.count - 1].anonymousKB = kb }
+        }
+        return mappings
+    }
+
+    /// `start-end perms offset dev inode [path]`, or nil.
+    private static func header(_ line: Substring) -> Mapping? {
+        let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+        guard fields.count >= 5, let dash = fields[0].firstIndex(of: "-"),
+              let start = UInt(fields[0][..<dash], radix: 16), let end = UInt(fields[0][fields[0].index(after: dash)...], radix: 16),
+              start < end, fields[1].count == 4, UInt(fields[2], radix: 16) != nil, fields[3].contains(":"), UInt(fields[4]) != nil
+        else { return nil }
+        let path = fields.count == 6 ? String(fields[5]).trimmingCharacters(in: .whitespaces) : ""
+        return Mapping(start: start, end: end, permissions: String(fields[1]), path: path)
+    }
+
+    /// The mappings `release()` may give back: the clean copies of files.
+    public static func releasable(_ mappings: [Mapping]) -> [Mapping] {
+        mappings.filter(\.isCleanFileCopy)
+    }
+
+    /// Unmaps the resident pages of the chosen mappings now (each page comes back, unchanged, when touched).
+    /// A mapping is released only while `/proc/self/maps` still shows it exactly as chosen (same range,
+    /// permissions and file): none of them can gain a changed page without write permission, and a range that
+    /// is no longer the same mapping is left alone. Cheap: no page-table walk beyond the unmapping itself.
+    @discardableResult
+    public func release() -> Released {
+        let now = Set(Self.parse(smaps: Self.read("/proc/self/maps")).map(Key.init))
+        var released = Released(mappings: 0, failed: 0)
+        for mapping in mappings where now.contains(Key(mapping)) {
+            if madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), Int(mapping.end - mapping.start), MADV_DONTNEED) == 0 {
+                released.mappings += 1
+            } else {
+                released.failed += 1
+            }
+        }
+        return released
+    }
+
+    /// What identifies a mapping between two reads of /proc.
+    private struct Key: Hashable {
+        var start: UInt, end: UInt, permissions: String, path: String
+        init(_ m: Mapping) { (start, end, permissions, path) = (m.start, m.end, m.permissions, m.path) }
+    }
+
+    /// The process's resident set in kB (`VmRSS`), or nil.
+    public static func residentKB() -> Int? {
+        for line in read("/proc/self/status").split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+        }
+        return nil
+    }
+
+    /// A /proc file's text ("" when it cannot be read: nothing is then released).
+    static func read(_ path: String) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                bytes.append(contentsOf: chunk[0..<n])
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,121 @@
+import DoseTapLinux
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// Giving back clean pages of code (#15): which mappings may be released, and that a release on this very
+/// process unmaps pages which then read back unchanged.
+@Suite("ResidentPages")
+struct ResidentPagesTests {
+    static let exe = "/usr/bin/dosetap"
+    static let smaps = """
+        55d0a0000000-55d0a5afc000 r-xp 00000000 fe:00 5816323                    /usr/bin/dosetap
+        Size:              92144 kB
+        Rss:               27500 kB
+        Anonymous:             0 kB
+        VmFlags: rd ex mr mw me dw
+        55d0a5afc000-55d0a5c54000 r--p 03263000 fe:00 5816323                    /usr/bin/dosetap
+        Rss:                1300 kB
+        Anonymous:          1300 kB
+        55d0a5c54000-55d0a8000000 rw-p 033bb000 fe:00 5816323                    /usr/bin/dosetap
+        Rss:                5300 kB
+        Anonymous:           500 kB
+        55d0a8000000-55d0a8100000 rw-p 00000000 00:00 0                          [heap]
+        Rss:                2000 kB
+        Anonymous:          2000 kB
+        7f0000000000-7f0000160000 r-xp 00028000 fe:00 131                        /usr/lib/x86_64-linux-gnu/libc.so.6
+        Rss:                1600 kB
+        Anonymous:             0 kB
+        7f0000200000-7f0000208000 rw-s 00000000 fe:00 999                        /home/u/.local/share/dosetap/dosetap.sqlite-shm
+        Rss:                  32 kB
+        Anonymous:             0 kB
+        7f0000300000-7f0000310000 r--s 00000000 fe:00 998                        /home/u/.local/share/dosetap/dosetap.sqlite
+        Rss:                  64 kB
+        Anonymous:             0 kB
+        7f0000400000-7f0000410000 r--p 00000000 fe:00 997                        /tmp/mapped later.bin
+        Rss:                  64 kB
+        Anonymous:             0 kB
+        7f0000500000-7f0000510000 r-xp 00000000 fe:00 996                        /usr/lib/x86_64-linux-gnu/libnew.so
+        Rss:                  64 kB
+        7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]
+        Rss:                   8 kB
+        Anonymous:             0 kB
+        """
+
+    @Test("smaps is read per mapping: range, permissions, path (spaces kept), resident and anonymous kB")
+    func parses() {
+        let mappings = ResidentPages.parse(smaps: Self.smaps)
+        #expect(mappings.count == 10)
+        #expect(mappings[0] == .init(start: 0x55d0a0000000, end: 0x55d0a5afc000, permissions: "r-xp", path: Self.exe,
+                                     residentKB: 27500, anonymousKB: 0))
+        #expect(mappings[3].path == "[heap]")
+        #expect(mappings[7].path == "/tmp/mapped later.bin")
+        #expect(mappings[8].anonymousKB == nil)
+    }
+
+    @Test("only clean private read-only copies of files are chosen")
+    func choosesOnlyCleanCopies() {
+        let chosen = ResidentPages.releasable(ResidentPages.parse(smaps: Self.smaps))
+        // The executable's code, libc's and a read-only private file: yes. The relocated read-only data
+        // (anonymous pages), the writable data, the heap, shared mappings of the database, a mapping whose
+        // anonymous size smaps did not give, and the vDSO: never.
+        #expect(chosen.map(\.start) == [0x55d0a0000000, 0x7f0000000000, 0x7f0000400000])
+    }
+
+    @Test("hostile smaps text: garbage, truncation, bad numbers and a missing path release nothing wrong")
+    func hostileText() {
+        #expect(ResidentPages.parse(smaps: "").isEmpty)
+        #expect(ResidentPages.parse(smaps: "Rss: 12 kB\nAnonymous: 0 kB\n").isEmpty)
+        #expect(ResidentPages.parse(smaps: "zz-10 r-xp 0 fe:00 1 /x\n10-zz r-xp 0 fe:00 1 /x\n20-10 r-xp 0 fe:00 1 /x\n").isEmpty)
+        // Truncated in the middle of its sizes: the anonymous size is unknown, so it is not released.
+        let truncated = ResidentPages.parse(smaps: "1000-2000 r-xp 00000000 fe:00 5 /usr/bin/dosetap\nRss: 4 kB\nAnony")
+        #expect(truncated.count == 1 && truncated[0].anonymousKB == nil)
+        #expect(ResidentPages.releasable(truncated).isEmpty)
+        // A negative or non-kB size is not believed.
+        let negative = ResidentPages.parse(smaps: "1000-2000 r-xp 00000000 fe:00 5 /usr/bin/dosetap\nAnonymous: -4 kB\n")
+        #expect(ResidentPages.releasable(negative).isEmpty)
+        let unit = ResidentPages.parse(smaps: "1000-2000 r-xp 00000000 fe:00 5 /usr/bin/dosetap\nAnonymous: 0 MB\n")
+        #expect(ResidentPages.releasable(unit).isEmpty)
+        // Permissions that are not four letters: not a mapping line.
+        #expect(ResidentPages.parse(smaps: "1000-2000 r-x 00000000 fe:00 5 /usr/bin/dosetap\n").isEmpty)
+    }
+
+    @Test("a release on this process unmaps clean pages of its executable, and they read back unchanged")
+    func releasesThisProcess() throws {
+        let pages = ResidentPages()
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        // The executable's code is chosen; its writable data never is.
+        #expect(pages.mappings.contains { $0.path == exe && $0.permissions == "r-xp" })
+        #expect(!pages.mappings.contains { $0.permissions.contains("w") })
+        // The bytes of a function of the executable, before and after.
+        let probe = unsafeBitCast(ResidentPagesTests.probe, to: UnsafeRawPointer.self)
+        let before = Array(UnsafeRawBufferPointer(start: probe, count: 64))
+        #expect(ResidentPagesTests.probe() == 42)
+        let resident = { () -> Int in
+            ResidentPages.parse(smaps: try! String(contentsOfFile: "/proc/self/smaps", encoding: .utf8))
+                .filter { $0.path == exe && $0.permissions == "r-xp" }.compactMap(\.residentKB).reduce(0, +)
+        }
+        let residentBefore = resident()
+        let released = pages.release()
+        #expect(released.failed == 0)
+        #expect(released.mappings >= 1)
+        // Fewer pages of the code are resident (other tests running at the same time map some back at once).
+        #expect(resident() < residentBefore)
+        // Still callable, still the same bytes: read back from the file.
+        #expect(ResidentPagesTests.probe() == 42)
+        #expect(Array(UnsafeRawBufferPointer(start: probe, count: 64)) == before)
+        // The writable and relocated data kept their values (a global set before the release).
+        #expect(ResidentPagesTests.marker.withLock { $0 } == "kept")
+    }
+
+    @Test("a mapping that is no longer the one chosen (another range or permissions) is left alone")
+    func leavesChangedMappings() {
+        let gone = ResidentPages(mappings: [.init(start: 0x1000, end: 0x2000, permissions: "r-xp", path: "/nonexistent", residentKB: 4, anonymousKB: 0)])
+        let released = gone.release()
+        #expect(released.mappings == 0 && released.failed == 0)
+    }
+
+    static let probe: @convention(c) () -> Int32 = { 42 }
+    static let marker = Mutex("kept")
+}
