@@ -35,8 +35,9 @@ final class ViewCache: Sendable {
         var events: Int
     }
 
-    /// At most this many views are kept (a few pages for a few sessions); beyond it the cache starts afresh.
-    static let capacity = 256
+    /// At most this many views are kept (7 views × 2 themes × a few browsers; the Sounds page, the largest,
+    /// is about 50 KB: a few MB at most); beyond it the cache starts afresh (a session gone stays until then).
+    static let capacity = 64
 
     private let store: (@Sendable () -> Int)?
     private let events = Atomic<Int>(0)
