@@ -191,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "DoseTapWebTests",
             dependencies: [
-                "DoseTapWeb", "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapCore",
+                "DoseTapWeb", "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapCore", "DoseTapLinux",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Subprocess", package: "swift-subprocess"),

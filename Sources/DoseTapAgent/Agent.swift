@@ -172,7 +172,13 @@ public enum Agent {
                                    battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
                                    clock: TimerFDScheduler.shared, logger: logger,
                                    databaseChanges: { watcher?.changes() })
-        context.feedback = SettingsUseCases(settings: SettingsRepository(database: database), devices: devices,
+        if let watcher {
+            context.databaseGeneration = { watcher.generation() }
+        }
+        // The settings screens list the sound themes on every request: from a listing at most 2 s old.
+        var screenDevices = devices
+        screenDevices.catalog = RecentSoundCatalog(devices.catalog)
+        context.feedback = SettingsUseCases(settings: SettingsRepository(database: database), devices: screenDevices,
                                             history: DoseHistory(store: store), events: events, logger: logger,
                                             alarmRinging: { ringing.isRinging })
         context.soundPreview = SoundPreview(devices: devices)

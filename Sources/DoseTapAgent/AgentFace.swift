@@ -22,6 +22,10 @@ public struct AgentContext: Sendable {
     /// A new stream of "the data folder changed" (another process wrote the database), or nil when the
     /// folder cannot be watched.
     public let databaseChanges: @Sendable () -> AsyncStream<Void>?
+    /// A number that changes after every write to the data folder (this process's or another's), read now
+    /// (`DirectoryWatcher.generation()`): what a face's cache of the store is keyed by; nil when the folder
+    /// cannot be watched (then nothing may be cached).
+    public var databaseGeneration: (@Sendable () -> Int)?
     /// The feedback settings with this machine's sounds and motor (the settings screens), nil without devices.
     public var feedback: SettingsUseCases?
     /// Hearing a sound before choosing it.

@@ -66,7 +66,17 @@ extension WebDashboard {
         switch (method, parts.count) {
         case (.get, 1) where parts[0] == "buttons":
             var headers = HTTPFields()
-            return try page(flash: takeFlash(request, &headers), headers: headers)
+            let flash = takeFlash(request, &headers)
+            guard flash == nil else { return try page(flash: flash, headers: headers) }
+            // The last presses are remembered from the event stream (an event: a new generation); "ago" is
+            // drawn again at least every minute.
+            let now = clock.now()
+            let csrf = csrf(access)
+            return Self.html(try views.view(.init(view: "/buttons", session: csrf, variant: Self.themeVariant), now: now) {
+                let (rows, unusable) = try buttons.rows()
+                return (ButtonsPage.render(rows: rows, unusable: unusable, scan: nil, timeZone: clock.timeZone, now: now, csrf: csrf, flash: nil),
+                        ViewCache.nextMinute(after: now))
+            }, headers: headers)
         case (.post, 2) where parts[0] == "buttons":
             let form = try await Self.form(request)
             try checkCSRF(request, form: form, access: access)

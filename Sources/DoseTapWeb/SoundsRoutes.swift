@@ -28,9 +28,19 @@ extension WebDashboard {
         case (.get, 1) where parts[0] == "sounds":
             var headers = HTTPFields()
             let flash = takeFlash(request, &headers)
-            let (feedback, plans, choices) = try settings.screen()
-            return Self.html(SoundsPage.render(feedback: feedback, plans: plans, sounds: choices, playing: sounds.preview?.playing,
-                                               csrf: csrf(access), flash: flash), headers: headers)
+            let playing = sounds.preview?.playing
+            let csrf = csrf(access)
+            func render() throws -> String {
+                let (feedback, plans, choices) = try settings.screen()
+                return SoundsPage.render(feedback: feedback, plans: plans, sounds: choices, playing: playing, csrf: csrf, flash: flash)
+            }
+            guard flash == nil else { return Self.html(try render(), headers: headers) }
+            // The settings are in the store (a new generation on a change), the sound playing is part of the
+            // key; the machine's sounds are listed outside the store, so the page is kept for a second at most.
+            let now = clock.now()
+            return Self.html(try views.view(.init(view: "/sounds", session: csrf, variant: Self.themeVariant + "|" + (playing ?? "")), now: now) {
+                (try render(), Self.soundsValidity(now))
+            }, headers: headers)
         case (.post, _) where parts[0] == "sounds":
             let form = try await Self.form(request)
             try checkCSRF(request, form: form, access: access)
@@ -66,8 +76,11 @@ extension WebDashboard {
             default: break
             }
         case (.get, 2) where parts[1] == "feedback":
-            let (feedback, plans, _) = try settings.screen()
-            return Self.json(.object([("feedback", feedback.json), ("plans", .array(plans.map(\.json)))]))
+            let now = clock.now()
+            return Self.response(.ok, "application/json", try views.view(.init(view: "/api/feedback", session: "", variant: ""), now: now) {
+                let (feedback, plans, _) = try settings.screen()
+                return (JSON.object([("feedback", feedback.json), ("plans", .array(plans.map(\.json)))]).text + "\n", Self.soundsValidity(now))
+            })
         case (.get, 2) where parts[1] == "sounds":
             return Self.json(.object([("sounds", .array(settings.sounds().map(\.json))), ("playing", .optional(sounds.preview?.playing))]))
         case (.post, 2) where parts[1] == "feedback", (.patch, 2) where parts[1] == "feedback":
@@ -102,6 +115,10 @@ extension WebDashboard {
         }
         return Self.error(.notFound, "no such page: \(path)", api: api)
     }
+
+    /// How long a view of the sound settings is kept: a second (the machine's sounds are listed outside the
+    /// store, from a listing at most a second old: a theme added or removed shows within 2 s).
+    static func soundsValidity(_ now: Date) -> Date { min(ViewCache.nextMinute(after: now), now.addingTimeInterval(1)) }
 
     /// A use case's answer as JSON, or its one-line "no" as a 400 (a 404 for "no button …", "no such …").
     func apiAnswer(_ body: () throws -> JSON) -> Response {

@@ -49,14 +49,19 @@ public final class WebDashboard: Sendable {
     let household: AlarmUseCases.Household?
     /// The usage alerts of every battery (#13), shown on the Batteries page.
     let usageAlerts: AlertUseCases?
+    /// Rendered views kept while nothing they show changed (`ViewCache`).
+    let views: ViewCache
+    /// The bedtime and wake time (minutes of the day) as read at a store generation.
+    let nightHours = Mutex<(generation: Int, bed: Int, wake: Int)?>(nil)
 
     public init(doses: DoseUseCases, events: EventBus, clock: any Scheduling, secret: WebSecret, ownUID: UInt32 = getuid(),
                 logger: Logger, databaseChanges: @escaping @Sendable () -> AsyncStream<Void>? = { nil },
                 alarms: AlarmUseCases? = nil, wakeProblem: @escaping @Sendable () -> String? = { nil },
                 batteries: WebBatteries? = nil, sounds: WebSounds? = nil, buttons: WebButtons? = nil,
                 redeemedCodes dataDirectory: URL? = nil, household: AlarmUseCases.Household? = nil, usageAlerts: AlertUseCases? = nil,
-                rateLimit: RateLimiter = RateLimiter()) {
+                rateLimit: RateLimiter = RateLimiter(), storeGeneration: (@Sendable () -> Int)? = nil) {
         self.limiter = Mutex(rateLimit)
+        self.views = ViewCache(storeGeneration: storeGeneration)
         self.usageAlerts = usageAlerts
         self.household = household
         self.sounds = sounds
@@ -229,8 +234,14 @@ public final class WebDashboard: Sendable {
         case (.get, "/"):
             var headers = HTTPFields()
             let flash = takeFlash(request, &headers)
-            let status = try doses.status()
-            return Self.html(TonightPage.render(status: status, csrf: csrf(access), flash: flash), headers: headers)
+            guard flash == nil else {
+                return Self.html(TonightPage.render(status: try doses.status(), csrf: csrf(access), flash: flash), headers: headers)
+            }
+            let csrf = csrf(access)
+            return Self.html(try views.view(.init(view: "/", session: csrf, variant: Self.themeVariant), now: clock.now()) {
+                let status = try doses.status()
+                return (TonightPage.render(status: status, csrf: csrf, flash: nil), Self.nextChange(status))
+            }, headers: headers)
         case (.get, "/tonight/fragment"):
             return Self.html(TonightPage.fragment(status: try doses.status(), csrf: csrf(access)))
         case (.get, "/events"):
@@ -243,19 +254,30 @@ public final class WebDashboard: Sendable {
         case (.get, "/api/events"):
             return eventStream()
         case (.get, "/api/tonight"):
-            return Self.json(try doses.status().json(in: clock.timeZone))
+            return Self.response(.ok, "application/json", try views.view(.init(view: "/api/tonight", session: "", variant: ""), now: clock.now()) {
+                let status = try doses.status()
+                return (status.json(in: clock.timeZone).text + "\n", Self.nextChange(status))
+            })
         case (.get, "/batteries"):
             guard let batteries else { return Self.error(.notFound, "no batteries here", api: false) }
             let now = clock.now()
             var headers = HTTPFields()
             let flash = takeFlash(request, &headers)
-            var alerts = ""
-            if let usageAlerts, let overview = try? usageAlerts.overview() {
-                alerts = AlertsSection.render(overview, history: (try? usageAlerts.history()) ?? [], now: now, timeZone: clock.timeZone, csrf: csrf(access))
+            let csrf = csrf(access)
+            func render() -> String {
+                var alerts = ""
+                if let usageAlerts, let overview = try? usageAlerts.overview() {
+                    alerts = AlertsSection.render(overview, history: (try? usageAlerts.history()) ?? [], now: now, timeZone: clock.timeZone, csrf: csrf)
+                }
+                return BatteriesPage.render(status: batteries.now(), samples: batteries.samples(now.addingTimeInterval(-24 * 3600)),
+                                            others: batteries.others(), now: now, timeZone: clock.timeZone, alerts: alerts, flash: flash)
             }
-            return Self.html(BatteriesPage.render(status: batteries.now(), samples: batteries.samples(now.addingTimeInterval(-24 * 3600)),
-                                                  others: batteries.others(), now: now, timeZone: clock.timeZone, alerts: alerts, flash: flash),
-                             headers: headers)
+            guard flash == nil else { return Self.html(render(), headers: headers) }
+            // The battery is read outside the store: its readings come as events (a udev change, a poll while
+            // discharging), and the page is drawn again at least every minute (the chart, time to empty).
+            return Self.html(views.view(.init(view: "/batteries", session: csrf, variant: Self.themeVariant), now: now) {
+                (render(), ViewCache.nextMinute(after: now))
+            }, headers: headers)
         case (.get, "/api/batteries"):
             guard let batteries else { return Self.error(.notFound, "no batteries here", api: true) }
             guard let status = batteries.now() else { return Self.error(.serviceUnavailable, "the power supplies cannot be read", api: true) }
@@ -326,20 +348,39 @@ public final class WebDashboard: Sendable {
     static let themeCookie = "dosetap_theme"
 
     /// Between the configured bedtime and wake time (setup's answers), on this machine's clock: the pages are
-    /// dark unless the person chose light.
+    /// dark unless the person chose light. The two times are read again after every change of the store.
     func isNight() -> Bool {
-        let settings = (try? SettingsRepository(database: doses.repository.database).load()) ?? .defaults
-        func minutes(_ text: String) -> Int? {
-            let parts = text.split(separator: ":")
-            guard parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]) else { return nil }
-            return h * 60 + m
+        let generation = views.generation()?.store
+        let hours: (bed: Int, wake: Int)
+        if let generation, let kept = nightHours.withLock({ $0 }), kept.generation == generation {
+            hours = (kept.bed, kept.wake)
+        } else {
+            let settings = (try? SettingsRepository(database: doses.repository.database).load()) ?? .defaults
+            func minutes(_ text: String) -> Int? {
+                let parts = text.split(separator: ":")
+                guard parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]) else { return nil }
+                return h * 60 + m
+            }
+            hours = (minutes(settings.bedtime) ?? -1, minutes(settings.wakeTime) ?? -1)
+            if let generation { nightHours.withLock { $0 = (generation, hours.bed, hours.wake) } }
         }
-        guard let bed = minutes(settings.bedtime), let wake = minutes(settings.wakeTime), bed != wake else { return false }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = clock.timeZone
-        let parts = calendar.dateComponents([.hour, .minute], from: clock.now())
-        let now = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
+        let (bed, wake) = hours
+        guard bed >= 0, wake >= 0, bed != wake else { return false }
+        // The minute of the day on this machine's clock, from its offset (a Calendar per request is costly).
+        let date = clock.now()
+        let local = Int(date.timeIntervalSince1970.rounded(.down)) + clock.timeZone.secondsFromGMT(for: date)
+        let day = 24 * 60
+        let now = ((local / 60) % day + day) % day
         return bed > wake ? (now >= bed || now < wake) : (now >= bed && now < wake)
+    }
+
+    /// The theme of the page being answered, as a part of a cached view's key.
+    static var themeVariant: String { "\(HTML.theme ?? "auto")/\(HTML.themeChoice ?? "auto")" }
+
+    /// When tonight's text would next change: the next minute of the night (its minutes count from Dose 1's
+    /// second) or of the wall clock (the night's date, bedtime), whichever comes first.
+    static func nextChange(_ status: NightStatus) -> Date {
+        ViewCache.nextMinute(after: status.now, anchoredAt: status.session?.dose1.at)
     }
 
     /// Flash cookie read once by the next page.
@@ -384,11 +425,23 @@ public final class WebDashboard: Sendable {
         case (.get, 1) where parts[0] == "alarms":
             var headers = HTTPFields()
             let flash = takeFlash(request, &headers)
-            let (views, unusable) = try alarms.list()
-            let unusableLines = unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" }
-            return Self.html(AlarmsPage.render(alarms: views, unusable: unusableLines, wakeProblem: wakeProblem(),
-                                               timeZone: clock.timeZone, csrf: csrf(access), flash: flash, backups: backups(views, alarms),
-                                               ringing: ringingAlarms.withLock { $0 }), headers: headers)
+            let csrf = csrf(access)
+            let wakeProblem = wakeProblem()
+            let ringing = ringingAlarms.withLock { $0 }
+            func render() throws -> String {
+                let (views, unusable) = try alarms.list()
+                let unusableLines = unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" }
+                return AlarmsPage.render(alarms: views, unusable: unusableLines, wakeProblem: wakeProblem,
+                                         timeZone: clock.timeZone, csrf: csrf, flash: flash, backups: backups(views, alarms), ringing: ringing)
+            }
+            guard flash == nil else { return Self.html(try render(), headers: headers) }
+            // The wake warning (a file) and the alarms ringing are read per request: part of the key. The next
+            // occurrence and the battery forecast are drawn again at least every minute.
+            let variant = Self.themeVariant + "|" + (wakeProblem ?? "") + "|" + ringing.sorted().map(String.init).joined(separator: ",")
+            let now = clock.now()
+            return Self.html(try self.views.view(.init(view: "/alarms", session: csrf, variant: variant), now: now) {
+                (try render(), ViewCache.nextMinute(after: now))
+            }, headers: headers)
         case (.post, _) where parts[0] == "alarms":
             let form = try await Self.form(request)
             try checkCSRF(request, form: form, access: access)
@@ -428,8 +481,11 @@ public final class WebDashboard: Sendable {
             default: break
             }
         case (.get, 2) where parts[1] == "alarms":
-            let (views, _) = try alarms.list()
-            return Self.json(.object([("alarms", .array(views.map { $0.json(in: clock.timeZone) }))]))
+            let now = clock.now()
+            return Self.response(.ok, "application/json", try self.views.view(.init(view: "/api/alarms", session: "", variant: ""), now: now) {
+                let (views, _) = try alarms.list()
+                return (JSON.object([("alarms", .array(views.map { $0.json(in: clock.timeZone) }))]).text + "\n", ViewCache.nextMinute(after: now))
+            })
         case (.post, 2) where parts[1] == "alarms", (.patch, 3) where parts[1] == "alarms":
             let body = try await Self.jsonBody(request)
             try checkCSRF(request, form: [:], access: access)
@@ -522,6 +578,8 @@ public final class WebDashboard: Sendable {
         case .alarmEnded(let ring), .alarmMissed(let ring, _): ringingAlarms.withLock { _ = $0.remove(ring.alarmID) }
         default: break
         }
+        // After what is remembered changed: a view drawn from now on shows it.
+        views.eventSeen()
     }
 
     /// Remembers the event stream for the pages, from the agent's start to its stop.

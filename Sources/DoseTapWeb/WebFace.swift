@@ -49,7 +49,8 @@ public enum WebFace {
                                                                         hasBroker: context.configuration.mqtt != nil),
                                      usageAlerts: context.usageAlerts,
                                      rateLimit: RateLimiter(burst: context.configuration.webRateBurst,
-                                                            refuseAbove: context.configuration.webRateRefuseAbove))
+                                                            refuseAbove: context.configuration.webRateRefuseAbove),
+                                     storeGeneration: context.databaseGeneration)
         var all = try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(), logger: context.logger)
         all.append(WebDashboard.Recorder(dashboard: dashboard))
         return all

@@ -27,6 +27,30 @@ struct DirectoryWatcherTests {
         #expect(pending <= 2)
     }
 
+    @Test("generation() changes as soon as a write returned (read now, not when the loop gets to it), and the followers still hear it")
+    func generationIsCurrent() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let watcher = try DirectoryWatcher(directory: dir.path)
+        let follower = watcher.changes()
+        var last = watcher.generation()
+        #expect(watcher.generation() == last)  // nothing happened: the same number
+        for round in 1...20 {
+            // Each write is followed at once by the question: no waiting for the event loop in between.
+            try Data("\(round)".utf8).write(to: dir.appendingPathComponent("dosetap.sqlite-wal"))
+            let now = watcher.generation()
+            #expect(now > last, "round \(round)")
+            last = now
+        }
+        // A status file the agent writes itself is not a change of the store.
+        let settled = watcher.generation()
+        try Data("{}".utf8).write(to: dir.appendingPathComponent("wake-status.json"))
+        #expect(watcher.generation() == settled)
+        var iterator = follower.makeAsyncIterator()
+        #expect(await iterator.next() != nil)
+    }
+
     @Test("a folder that cannot be watched is a one-line error")
     func missingFolder() {
         #expect(throws: SystemCallError.self) { try DirectoryWatcher(directory: "/nonexistent/dosetap-\(UUID().uuidString)") }

@@ -1,5 +1,6 @@
 import DoseTapAgent
 import DoseTapCore
+import DoseTapLinux
 import DoseTapStore
 import DoseTapTesting
 @testable import DoseTapWeb
@@ -32,14 +33,17 @@ struct WebFixture {
     let preview: SoundPreview
     let alerts: AlertUseCases
     let dir: URL
+    /// The data folder's watch, as the agent has it: the rendered views are kept by its generation.
+    let watcher: DirectoryWatcher?
 
     static let bell = SoundInfo(name: "bell", theme: "freedesktop", path: "/usr/share/sounds/freedesktop/stereo/bell.oga")
 
     /// - Parameters:
     ///   - motor: whether the machine has a vibration motor.
     ///   - found: what a button scan finds.
+    ///   - cached: views kept by the data folder's generation (as in the agent); false: every request draws.
     init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil, motor: Bool = true,
-         player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = []) throws {
+         player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = [], cached: Bool = true) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
         self.dir = dir
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
@@ -62,12 +66,15 @@ struct WebFixture {
         alerts = AlertUseCases(store: DataStore(directory: dir), clock: clock, supplies: { [] }, events: events)
         buttons = WebButtons(useCases: ButtonUseCases(store: DataStore(directory: dir), events: events), scan: { _ in found },
                              levels: { ["button:Bedside": (level: 41, at: start)] })
+        let watcher = cached ? try DirectoryWatcher(directory: dir.path) : nil
+        self.watcher = watcher
         dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test") { _ in logs },
                                  alarms: alarms, wakeProblem: { wakeProblem },
                                  batteries: WebBatteries(now: { battery }, samples: { since in samples.filter { $0.at >= since } },
                                                          others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }),
                                  sounds: WebSounds(settings: settings, preview: preview), buttons: buttons,
-                                 household: AlarmUseCases.Household(device: "kitchen", hasBroker: false), usageAlerts: alerts)
+                                 household: AlarmUseCases.Household(device: "kitchen", hasBroker: false), usageAlerts: alerts,
+                                 storeGeneration: watcher.map { watcher in { @Sendable in watcher.generation() } })
     }
 
     var application: some ApplicationProtocol {

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,7 +36,8 @@ def free_port():
 
 
 class Agent:
-    def __init__(self, wrap=()):
+    def __init__(self, wrap=(), env=None, setup=()):
+        """`env`: more environment (a private system bus); `setup`: dosetap commands run before the agent starts."""
         self.home = pathlib.Path(tempfile.mkdtemp(prefix="dosetap-cli-web-"))
         self.port = free_port()
         config = self.home / "config" / "dosetap"
@@ -47,7 +49,10 @@ class Agent:
             "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.home), "TZ": "UTC", "NO_COLOR": "1",
             "XDG_DATA_HOME": str(self.home / "data"), "XDG_CONFIG_HOME": str(self.home / "config"),
             "XDG_RUNTIME_DIR": str(runtime), "DOSETAP_UPOWER_DIR": str(self.home / "upower"),
+            **(env or {}),
         }
+        for command in setup:
+            self.cli(*command)
         self.log = open(self.home / "agent.log", "w+")
         self.process = subprocess.Popen([*wrap, BIN, "agent"], env=self.env, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 60
@@ -87,6 +92,87 @@ class Agent:
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise AssertionError("the agent did not stop within 20 s of SIGTERM with a page open:\n" + self.log_text())
+
+
+# Run by Debian's python3, which has python-dbusmock and dbus-python (scripts/install-deps.sh test): one D-Bus
+# call to the mock bluetoothd per run. The venv of this test needs neither.
+BUS_HELPER = r"""
+import json, sys, time
+import dbus
+op = json.loads(sys.argv[2])
+deadline = time.monotonic() + 30
+while True:
+    try:
+        bus = dbus.bus.BusConnection(sys.argv[1])
+        if bus.name_has_owner(op.get("name", "org.freedesktop.DBus")):
+            break
+    except dbus.exceptions.DBusException:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("no %s on %s" % (op.get("name"), sys.argv[1]))
+    time.sleep(0.05)
+if op["do"] == "populate":
+    mock = dbus.Interface(bus.get_object("org.bluez", "/org/bluez"), "org.bluez.Mock")
+    for a in op["adapters"]:
+        mock.AddAdapter(a["name"], a["alias"])
+    for d in op["devices"]:
+        mock.AddDevice(d["adapter"], d["address"], d["alias"])
+elif op["do"] == "advert":
+    # What bluetoothd does for each advert: Device1.ServiceData changes (PropertiesChanged).
+    properties = dbus.Interface(bus.get_object("org.bluez", op["path"]), "org.freedesktop.DBus.Properties")
+    data = dbus.Dictionary({uuid: dbus.Array([dbus.Byte(int(b, 16)) for b in text.split()], signature="y")
+                            for uuid, text in op["serviceData"].items()}, signature="sv")
+    properties.Set("org.bluez.Device1", "ServiceData", data)
+"""
+
+
+class MockBlueZ:
+    """A private system bus with python-dbusmock's bluez5 template, populated from a scenario of hw-fixtures/bluez/
+    (its adapters and devices), as Tests/DoseTapCLITests/BlueZScenarioTests.swift and PrivateBus.swift do it."""
+
+    def __init__(self, scenario):
+        self.scenario = scenario
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="dosetap-bus-"))
+        config = self.dir / "bus.conf"
+        config.write_text(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={self.dir}/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+    <allow user="*"/>
+  </policy>
+</busconfig>
+""")
+        self.address = f"unix:path={self.dir}/bus"
+        self.processes = [subprocess.Popen(["/usr/bin/dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        self.call({"do": "wait"})
+        self.processes.append(subprocess.Popen(["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "bluez5"],
+                                               env={"PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": self.address},
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.call({"do": "populate", "name": "org.bluez", "adapters": scenario["adapters"], "devices": scenario["devices"]})
+
+    def call(self, op):
+        r = subprocess.run(["/usr/bin/python3", "-c", BUS_HELPER, self.address, json.dumps(op)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+
+    def advert(self, step):
+        """A timeline step `{"advert": ADDRESS, "serviceData": {UUID: "hex bytes"}}` of the scenario format."""
+        address = step["advert"]
+        adapter = next((d["adapter"] for d in self.scenario["devices"] if d["address"] == address), "hci0")
+        path = f"/org/bluez/{adapter}/dev_" + address.replace(":", "_")
+        self.call({"do": "advert", "name": "org.bluez", "path": path, "serviceData": step["serviceData"]})
+
+    def close(self):
+        for process in reversed(self.processes):
+            process.kill()
+            process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -470,3 +556,46 @@ def test_turning_on_an_alarm_the_battery_will_not_last_to_shows_the_red_card(bro
         check_page(browser, "alarms-at-risk")
     finally:
         laptop.stop()
+
+
+def test_a_button_pressed_on_the_mock_bluez_updates_the_open_page_live(browser):
+    # The scenario of hw-fixtures/bluez/bthome-press.json: its button (added with `dosetap button add`), its
+    # adapter and devices on the mock bluetoothd, and its first press (a BTHome v2 advert: single press → take).
+    root = pathlib.Path(__file__).resolve().parents[2]
+    scenario = json.loads((root / "hw-fixtures/bluez/bthome-press.json").read_text())
+    press = next(step for step in scenario["timeline"] if "advert" in step)
+    bluez = MockBlueZ(scenario)
+    bedside = None
+    try:
+        bedside = Agent(env={"DBUS_SYSTEM_BUS_ADDRESS": bluez.address, "DOSETAP_AUDIO_DEVICE": "null"}, setup=scenario["setup"])
+        deadline = time.monotonic() + 30
+        while "listening to BlueZ" not in bedside.log_text():
+            assert time.monotonic() < deadline, "the agent did not listen to the mock BlueZ:\n" + bedside.log_text()
+            time.sleep(0.1)
+        url, _ = bedside.link()
+        browser.get(url)
+        assert browser.current_url == bedside.base + "/"
+        facts = lambda: browser.find_element(By.CSS_SELECTOR, "#tonight .facts").text
+        wait_for(browser, lambda: "No Dose 1 yet" in facts())
+        # Marks of this very page: a value on window and the history's length. A reload would lose the first
+        # and a navigation would change the second.
+        browser.execute_script("window.dosetapPressMarker = 'set before the press'")
+        entries = browser.execute_script("return history.length")
+        time.sleep(1.0)  # the live stream is connected (it sends the night at once)
+        started = time.monotonic()
+        bluez.advert(press)
+        wait_for(browser, lambda: "Dose 1\n" in facts() and "Waiting for the Dose 2 window" in facts(), timeout=5)
+        elapsed = time.monotonic() - started
+        print(f"live update of the Tonight page after a BTHome press on the mock BlueZ: {elapsed:.3f} s")
+        assert browser.execute_script("return window.dosetapPressMarker") == "set before the press", "the page was reloaded"
+        assert browser.execute_script("return history.length") == entries
+        assert elapsed < 2.0, f"the page updated after {elapsed:.2f} s"
+        # Recorded by the button, as the command line sees it.
+        status = json.loads(bedside.cli("dose", "status", "--json").stdout)
+        assert status["phase"] == "waiting" and status["dose1At"]
+        assert "button action recorded" in bedside.log_text()
+        check_page(browser, "tonight-after-button-press")
+    finally:
+        if bedside is not None:
+            bedside.stop()
+        bluez.close()

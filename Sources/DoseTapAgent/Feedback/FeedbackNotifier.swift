@@ -22,7 +22,8 @@ public struct FeedbackDevices: Sendable {
         self.desktop = desktop
     }
 
-    /// What the machine can do now (sounds listed afresh: a removed theme shows at once).
+    /// What the machine can do now (the sounds as the catalog lists them: afresh, a removed theme shows at once;
+    /// the settings screens' `RecentSoundCatalog`: at most a second old).
     public func capabilities(logger: Logger) -> FeedbackCapabilities {
         let sounds: [SoundInfo]
         do {

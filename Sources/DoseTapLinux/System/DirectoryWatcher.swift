@@ -13,7 +13,7 @@ public final class DirectoryWatcher: @unchecked Sendable {
     private let fd: Int32
     private let loop: EpollLoop
     private let watch: EpollLoop.Watch
-    private final class Subscribers: Sendable {
+    fileprivate final class Subscribers: Sendable {
         let state = Mutex<(next: Int, all: [Int: AsyncStream<Void>.Continuation], finished: Bool)>((0, [:], false))
     }
     private let subscribers = Subscribers()
@@ -32,9 +32,35 @@ public final class DirectoryWatcher: @unchecked Sendable {
             close(fd)
             throw SystemCallError(description: "cannot watch \(directory): \(reason)")
         }
-        let subscribers = self.subscribers
+        let reader = Reader(fd: fd, ignored: ignored, subscribers: subscribers)
+        self.reader = reader
         do {
-            watch = try loop.watch(fd: fd) { [fd] _ in
+            watch = try loop.watch(fd: fd) { _ in reader.drain() }
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Reads the descriptor: on the loop when it is readable, and from `generation()` on any thread. The lock
+    /// makes a reader wait for one already reading, so an event read by the other is counted when it returns.
+    private final class Reader: Sendable {
+        let fd: Int32
+        let ignored: Set<String>
+        let subscribers: Subscribers
+        /// Relevant bursts so far.
+        let count = Mutex(0)
+
+        init(fd: Int32, ignored: Set<String>, subscribers: Subscribers) {
+            self.fd = fd
+            self.ignored = ignored
+            self.subscribers = subscribers
+        }
+
+        /// Reads every queued event; a relevant one counts and signals every subscriber. Returns the count.
+        @discardableResult
+        func drain() -> Int {
+            let (relevant, value) = count.withLock { count -> (Bool, Int) in
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 var relevant = false
                 while true {
@@ -42,14 +68,23 @@ public final class DirectoryWatcher: @unchecked Sendable {
                     guard n > 0 else { break }
                     if !relevant { relevant = DirectoryWatcher.containsRelevant(buffer[0..<n], ignoring: ignored) }
                 }
-                guard relevant else { return }
+                if relevant { count += 1 }
+                return (relevant, count)
+            }
+            if relevant {
                 for continuation in subscribers.state.withLock({ Array($0.all.values) }) { continuation.yield() }
             }
-        } catch {
-            close(fd)
-            throw error
+            return value
         }
     }
+
+    private let reader: Reader
+
+    /// A number that changes after every relevant change of the folder, read now: events the kernel has
+    /// queued are taken first (a write by another process is queued before its `write` returns), so a
+    /// process that changed the database and then asks the agent is never answered from before its change.
+    /// Cheap (one `read` that finds nothing, mostly): the dashboard asks on every request.
+    public func generation() -> Int { reader.drain() }
 
     /// A new stream of changes from now on (coalesced: at most one pending signal per subscriber). It ends
     /// when the watcher goes away or the consumer stops.

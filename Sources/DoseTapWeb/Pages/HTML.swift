@@ -6,6 +6,7 @@ enum HTML {
     /// Text for an element or an attribute: control characters made visible (`DisplayText`), then `& < > " '`
     /// as entities.
     static func escape(_ text: some StringProtocol, maxLength: Int = 4096) -> String {
+        if let ascii = escapeASCII(text, maxLength: maxLength) { return ascii }
         var out = ""
         for c in DisplayText.escaped(text, maxLength: maxLength, doublingBackslashes: false) {
             switch c {
@@ -18,6 +19,27 @@ enum HTML {
             }
         }
         return out
+    }
+
+    /// `escape` of a printable ASCII text no longer than `maxLength` (what nearly every text is), byte by
+    /// byte: `DisplayText` changes none of it. Nil for anything else (the general path).
+    private static func escapeASCII(_ text: some StringProtocol, maxLength: Int) -> String? {
+        let utf8 = text.utf8
+        guard utf8.count <= maxLength else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count + 16)
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
+            case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
+            case UInt8(ascii: ">"): out.append(contentsOf: "&gt;".utf8)
+            case UInt8(ascii: "\""): out.append(contentsOf: "&quot;".utf8)
+            case UInt8(ascii: "'"): out.append(contentsOf: "&#39;".utf8)
+            case 0x20...0x7E: out.append(byte)
+            default: return nil
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     struct NavItem {
