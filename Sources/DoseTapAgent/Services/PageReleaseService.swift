@@ -7,24 +7,24 @@ import Synchronization
 
 /// Gives back the clean pages of the agent's code once it has done its work (#15), without waking it for
 /// that when anything else will:
-/// - after start-up: by a timer `settle` seconds after the service starts (one wake-up in the agent's life);
-/// - after activity (an agent event, a change to the database): the first time the agent's loop has finished
-///   a wake-up's work (`idle`: the epoll loop's hook, in that same wake-up) at least `spacing` after the last
-///   release — right after the battery sample or the button press that was the activity, when the last
-///   release is old enough, else on a later wake-up (the next sample, the next advert);
-/// - only if no wake-up comes by then, by a timer `slack` after the release could first have been done.
-/// So an agent that wakes anyway (on battery, with a button) has no wake-up of this service's own, and a
-/// quiet one has one per burst of work. `spacing` keeps an agent woken often (adverts every few seconds)
-/// from giving back and mapping again the same pages at every wake-up. What a release does, and why it is
-/// safe, is `ResidentPages`'s to say.
+/// - after start-up: by a timer `startUp` seconds after the service starts (one wake-up in the agent's life);
+/// - after activity (an agent event, a change to the database): due `settle` after the first activity since
+///   the last release (the tail of the work — a write on GRDB's thread, the subscribers' reads, a sound
+///   player's exit — is done by then) and no sooner than `spacing` after the last release; done at the end
+///   of the first wake-up the agent has anyway once it is due (`idle`: the epoll loop's hook, run in that
+///   same wake-up: an advert, a battery sample), or by a timer `slack` after it was due if none came.
+/// So an agent woken often (a button's adverts) has no wake-up of this service's own, and a quiet one, or
+/// one on battery with its sample a minute apart, has one per burst of work. `spacing` keeps an agent woken
+/// every few seconds from giving back and mapping again the same pages at every wake-up. What a release
+/// does, and why it is safe, is `ResidentPages`'s to say.
 struct PageReleaseService: Service, CustomStringConvertible {
     var description: String { "PageReleaseService" }
 
     struct Timing: Sendable {
+        var startUp: TimeInterval = 30
         var settle: TimeInterval = 10
-        /// Less than the battery's minute between samples, so each sample can end with a release.
         var spacing: TimeInterval = 50
-        var slack: TimeInterval = 60
+        var slack: TimeInterval = 20
     }
 
     /// Activity: each element is "something ran".
@@ -37,29 +37,29 @@ struct PageReleaseService: Service, CustomStringConvertible {
 
     private final class State: Sendable {
         struct Value {
-            /// Work was done since the last release.
-            var pending = true
-            /// No release before this instant (start-up's settle, then the spacing after the last release).
+            /// When work was first done since the last release; nil: nothing to give back.
+            var firstActivity: Date?
+            /// No release before this instant (start-up's, then the spacing after the last release).
             var notBefore: Date
             var timer: Task<Void, Never>?
         }
         let value: Mutex<Value>
-        init(notBefore: Date) { value = Mutex(Value(notBefore: notBefore)) }
+        init(start: Date, notBefore: Date) { value = Mutex(Value(firstActivity: start, notBefore: notBefore)) }
     }
 
     func run() async throws {
         let start = clock.now()
-        let state = State(notBefore: start.addingTimeInterval(timing.settle))
+        let state = State(start: start, notBefore: start.addingTimeInterval(timing.startUp))
         let clock = self.clock, release = self.release, timing = self.timing
 
-        /// Releases if work is pending and the time has come, and cancels the fallback timer (or, called by
-        /// the timer, forgets it whatever it finds).
+        /// Releases if it is due, and cancels the fallback timer (or, called by the timer, forgets it whatever
+        /// it finds).
         @Sendable func releaseIfDue(byTimer: Bool = false) {
             let now = clock.now()
             let timer = state.value.withLock { v -> Task<Void, Never>?? in
                 if byTimer { v.timer = nil }
-                guard v.pending, now >= v.notBefore else { return nil }
-                v.pending = false
+                guard let first = v.firstActivity, now >= max(first.addingTimeInterval(timing.settle), v.notBefore) else { return nil }
+                v.firstActivity = nil
                 v.notBefore = now.addingTimeInterval(timing.spacing)
                 defer { v.timer = nil }
                 return .some(v.timer)
@@ -81,17 +81,19 @@ struct PageReleaseService: Service, CustomStringConvertible {
             }
         }
 
-        state.value.withLock { $0.timer = arm(at: start.addingTimeInterval(timing.settle)) }
+        state.value.withLock { $0.timer = arm(at: start.addingTimeInterval(timing.startUp)) }
         idle { releaseIfDue() }
         await cancelWhenGracefulShutdown {
             for await _ in activity {
                 let now = clock.now()
                 state.value.withLock { v in
-                    v.pending = true
-                    // One timer at a time: more activity never postpones the release.
-                    if v.timer == nil {
-                        v.timer = arm(at: max(now.addingTimeInterval(timing.settle), v.notBefore).addingTimeInterval(timing.slack))
-                    }
+                    // The first activity since the last release sets when the next one is due; more never
+                    // postpones it, and one timer at a time.
+                    guard v.firstActivity == nil else { return }
+                    v.firstActivity = now
+                    let due = max(now.addingTimeInterval(timing.settle), v.notBefore)
+                    v.timer?.cancel()
+                    v.timer = arm(at: due.addingTimeInterval(timing.slack))
                 }
             }
         }
