@@ -363,8 +363,10 @@ struct ButtonScanAndTestCLITests {
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
             try await populate(mock)
-            let r = try await run(cli, ["button", "scan", "--seconds", "3", "--json"], bus: bus.address) {
-                try await press(mock, packet: 1, after: 1.5)
+            // The button advertises every second through the scan, as a real one does while pressed: a
+            // command slow to start on a loaded machine still hears it.
+            let r = try await run(cli, ["button", "scan", "--seconds", "6", "--json"], bus: bus.address) {
+                for packet in UInt8(1)...5 { try await press(mock, packet: packet, after: 1) }
             }
             #expect(r.exitCode == 0, "\(r.err)")
             let list = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]] ?? []
