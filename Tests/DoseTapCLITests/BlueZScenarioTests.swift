@@ -311,7 +311,9 @@ struct ButtonScanAndTestCLITests {
     static let ghost = "11:22:33:44:55:66"
 
     /// `dosetap ARGS` under umockdev-run (the shutter's input nodes, its press on event5), on the mock's bus.
-    func run(_ cli: CLI, _ args: [String], bus: String, during: @escaping @Sendable () async throws -> Void) async throws -> CLI.Result {
+    /// With `untilExit`, `during` is cancelled when the command exits (it may loop until then).
+    func run(_ cli: CLI, _ args: [String], bus: String, untilExit: Bool = false,
+             during: @escaping @Sendable () async throws -> Void) async throws -> CLI.Result {
         let hid = Fixtures.root.appendingPathComponent("hid")
         let events = try restamped(hid.appendingPathComponent("single.events"), startingAt: Date().addingTimeInterval(1.5), in: cli.home)
         let argv = ["-d", hid.appendingPathComponent("ab-shutter3.umockdev").path,
@@ -321,6 +323,7 @@ struct ButtonScanAndTestCLITests {
         let r = try await Subprocess.run(.path("/usr/bin/umockdev-run"), arguments: Arguments(argv),
                                          environment: cli.environment(tz: "America/New_York", extra: ["DBUS_SYSTEM_BUS_ADDRESS": bus]),
                                          input: .none, output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
+        if untilExit { injector.cancel() }
         try await injector.value
         return CLI.Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
     }
@@ -363,10 +366,18 @@ struct ButtonScanAndTestCLITests {
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
             try await populate(mock)
-            // The button advertises every second through the scan, as a real one does while pressed: a
-            // command slow to start on a loaded machine still hears it.
-            let r = try await run(cli, ["button", "scan", "--seconds", "6", "--json"], bus: bus.address) {
-                for packet in UInt8(1)...5 { try await press(mock, packet: packet, after: 1) }
+            // The button advertises every half second until the scan ends: a command slow to start on a
+            // loaded machine (the debug binary under umockdev-run) still hears it during its 3 s.
+            let r = try await run(cli, ["button", "scan", "--seconds", "3", "--json"], bus: bus.address, untilExit: true) {
+                var packet: UInt8 = 0
+                while !Task.isCancelled {
+                    packet &+= 1
+                    do {
+                        try await press(mock, packet: packet, after: 0.5)
+                    } catch where Task.isCancelled {
+                        return
+                    }
+                }
             }
             #expect(r.exitCode == 0, "\(r.err)")
             let list = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]] ?? []
