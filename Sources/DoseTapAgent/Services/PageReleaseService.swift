@@ -13,17 +13,19 @@ import Synchronization
 ///   player's exit — is done by then) and no sooner than `spacing` after the last release; done at the end
 ///   of the first wake-up the agent has anyway once it is due (`idle`: the epoll loop's hook, run in that
 ///   same wake-up: an advert, a battery sample), or by a timer `slack` after it was due if none came.
-/// So an agent woken often (a button's adverts) has no wake-up of this service's own, and a quiet one, or
-/// one on battery with its sample a minute apart, has one per burst of work. `spacing` keeps an agent woken
-/// every few seconds from giving back and mapping again the same pages at every wake-up. What a release
-/// does, and why it is safe, is `ResidentPages`'s to say.
+/// So an agent woken often (a button's adverts, the battery sample) has no wake-up of this service's own and
+/// gives its pages back at most once per `spacing`, and a quiet one (on AC, no button) has one per burst of
+/// work. What a release does, and why it is safe, is `ResidentPages`'s to say.
 struct PageReleaseService: Service, CustomStringConvertible {
     var description: String { "PageReleaseService" }
 
     struct Timing: Sendable {
         var startUp: TimeInterval = 30
         var settle: TimeInterval = 10
-        var spacing: TimeInterval = 50
+        /// A release costs about a dozen context switches (measured on battery, docs/performance.md): an agent
+        /// woken every minute (the battery sample) or every few seconds (adverts) gives its pages back at most
+        /// every ten minutes, so the release never costs it more than about one wake-up a minute.
+        var spacing: TimeInterval = 600
         var slack: TimeInterval = 20
     }
 
