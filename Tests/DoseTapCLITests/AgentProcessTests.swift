@@ -241,11 +241,13 @@ struct AgentReminderTests {
     func closes() async throws {
         let cli = try CLI()
         let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
-        let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: Date().addingTimeInterval(-(240 * 60 - 3)),
+        // The window closes 12 s from now: the agent must be running by then (a loaded CI machine took more
+        // than 3 s to start the debug binary), else the close counts as "device was off".
+        let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: Date().addingTimeInterval(-(240 * 60 - 12)),
                               timeZone: "America/New_York", source: .cli)
         try repo.append([dose1])
         let log = try await withAgent(cli) { log in
-            #expect(await log.wait(for: "night closed without Dose 2", timeout: 10) != nil)
+            #expect(await log.wait(for: "night closed without Dose 2", timeout: 40) != nil)
         }
         #expect(log.contains { $0.contains("Dose 2 window has closed") })
         let status = try cli.json(try await cli.run(["dose", "status", "--json"], tz: "America/New_York").out)
