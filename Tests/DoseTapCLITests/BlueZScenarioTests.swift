@@ -366,9 +366,9 @@ struct ButtonScanAndTestCLITests {
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
             try await populate(mock)
-            // The button advertises every half second until the scan ends: a command slow to start on a
-            // loaded machine (the debug binary under umockdev-run) still hears it during its 3 s.
-            let r = try await run(cli, ["button", "scan", "--seconds", "3", "--json"], bus: bus.address, untilExit: true) {
+            // The button advertises every half second until the scan ends, and the scan lasts 8 s: under the
+            // full parallel suite the mock (one Python thread) answered so slowly that a 3 s scan heard none.
+            let r = try await run(cli, ["button", "scan", "--seconds", "8", "--json"], bus: bus.address, untilExit: true) {
                 var packet: UInt8 = 0
                 while !Task.isCancelled {
                     packet &+= 1
