@@ -19,7 +19,8 @@ import pytest
 import zxingcpp
 from axe_selenium_python import Axe
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (JavascriptException, NoSuchElementException, StaleElementReferenceException,
+                                        WebDriverException)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -224,13 +225,25 @@ def check_page(driver, name):
 
 
 def announce(driver):
-    return driver.find_element(By.ID, "announce").text
+    # One script call: an element reference fetched before a form post's navigation can point into the
+    # old document, and reading it then is an inspector error, not a stale-element one.
+    return driver.execute_script("const e = document.getElementById('announce'); return e ? e.innerText : '';")
 
 
 def wait_for(driver, predicate, timeout=10):
     # A form post navigates: the element read a moment ago may be gone (stale) or not there yet.
+    # Chromium can also answer a read of a node of the old document with an inspector error
+    # ("Node with given id does not belong to the document"): that too means "not yet", nothing else does.
+    def attempt(_):
+        try:
+            return predicate()
+        except WebDriverException as error:
+            if "does not belong to the document" in (error.msg or ""):
+                return False
+            raise
     WebDriverWait(driver, timeout, poll_frequency=0.05,
-                  ignored_exceptions=[StaleElementReferenceException, NoSuchElementException]).until(lambda d: predicate())
+                  ignored_exceptions=[StaleElementReferenceException, NoSuchElementException,
+                                      JavascriptException]).until(attempt)
 
 
 def test_unpaired_browser_gets_the_pairing_page(agent, browser):
@@ -410,7 +423,10 @@ def test_sounds_page_global_and_event_settings(agent, browser):
     Select(browser.find_element(By.ID, "global-sound")).select_by_index(0)
     Select(browser.find_element(By.ID, "global-haptics")).select_by_value("on")
     browser.find_element(By.XPATH, "//section[@aria-labelledby='global-title']//button[normalize-space()='Save']").click()
-    wait_for(browser, lambda: "Saved:" in announce(browser))
+    # The exact confirmation: the one before ("Saved: Alarm: …") also starts with "Saved:".
+    wait_for(browser, lambda: "Saved: sound and vibration for every event" in announce(browser))
+    shown = json.loads(agent.cli("feedback", "show", "--json").stdout)
+    assert shown["global"]["haptics"] is True
 
 
 def test_buttons_page_add_and_live(agent, browser):
