@@ -352,12 +352,37 @@ struct ButtonScanAndTestCLITests {
         }
     }
 
-    func press(_ mock: DBusConnection, packet: UInt8, after seconds: Double) async throws {
-        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-        _ = try await mock.call(destination: "org.bluez", path: "/org/bluez/hci0/dev_" + Self.shelly.replacingOccurrences(of: ":", with: "_"),
-                                interface: "org.freedesktop.DBus.Properties", member: "Set",
-                                arguments: [.string("org.bluez.Device1"), .string("ServiceData"),
-                                            .variant(.vardict([BLEAdvert.bthomeUUID: .bytes([0x40, 0x00, packet, 0x01, 0x50, 0x3A, 0x01])]))])
+    /// A BTHome advert of a single press every half second through the mock bluetoothd (`Device1.ServiceData`
+    /// set, which emits `PropertiesChanged` as bluetoothd does for an advert), run by Debian's python3 with
+    /// dbus-python until terminated: a new packet id each time, or always `packet` (one press, repeated as a
+    /// real button repeats its advert). A process of its own: sent from a task of the test process, under the
+    /// full parallel suite (two cooperative threads, busy with other tests) no advert was sent in a whole 8 s
+    /// scan, twice in CI.
+    static func advertising<T: Sendable>(bus: String, address: String, packet: UInt8? = nil,
+                                         during body: () async throws -> T) async throws -> T {
+        let script = """
+            import sys, time, dbus
+            bus = dbus.bus.BusConnection(sys.argv[1])
+            device = dbus.Interface(bus.get_object("org.bluez", sys.argv[2]), "org.freedesktop.DBus.Properties")
+            packet, fixed = 0, sys.argv[4] != "-"
+            while True:
+                packet = int(sys.argv[4]) if fixed else (packet + 1) % 256
+                data = dbus.Dictionary({sys.argv[3]: dbus.Array([0x40, 0x00, packet, 0x01, 0x50, 0x3A, 0x01], signature="y")},
+                                       signature="sv")
+                device.Set("org.bluez.Device1", "ServiceData", data)
+                time.sleep(0.5)
+            """
+        let arguments = ["-c", script, bus, "/org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_"),
+                         BLEAdvert.bthomeUUID, packet.map { String($0) } ?? "-"]
+        let run = try await Subprocess.run(.path("/usr/bin/python3"), arguments: Arguments(arguments),
+                                           input: .none, output: .discarded, error: .string(limit: 1 << 16)) { execution in
+            let value = try await body()
+            try execution.send(signal: .terminate)
+            return value
+        }
+        // Killed by us, so it advertised until the end (an early exit would be .exited, with its reason).
+        #expect(run.terminationStatus == .signaled(SIGTERM), "the advertiser stopped early: \(run.standardError ?? "")")
+        return run.closureResult
     }
 
     @Test("scan lists the advertising BTHome button and the HID remote the kernel already has, nothing else")
@@ -366,18 +391,9 @@ struct ButtonScanAndTestCLITests {
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
             try await populate(mock)
-            // The button advertises every half second until the scan ends, and the scan lasts 8 s: under the
-            // full parallel suite the mock (one Python thread) answered so slowly that a 3 s scan heard none.
-            let r = try await run(cli, ["button", "scan", "--seconds", "8", "--json"], bus: bus.address, untilExit: true) {
-                var packet: UInt8 = 0
-                while !Task.isCancelled {
-                    packet &+= 1
-                    do {
-                        try await press(mock, packet: packet, after: 0.5)
-                    } catch where Task.isCancelled {
-                        return
-                    }
-                }
+            // The button advertises every half second until the scan ends, and the scan lasts 8 s.
+            let r = try await Self.advertising(bus: bus.address, address: Self.shelly) {
+                try await run(cli, ["button", "scan", "--seconds", "8", "--json"], bus: bus.address) {}
             }
             #expect(r.exitCode == 0, "\(r.err)")
             let list = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]] ?? []
@@ -401,17 +417,15 @@ struct ButtonScanAndTestCLITests {
                                     arguments: [.string("hci0"), .string("bedside-pi")])
             _ = try await mock.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.Mock", member: "AddDevice",
                                     arguments: [.string("hci0"), .string(Self.shelly), .string(hostile)])
-            let text = try await run(cli, ["button", "scan", "--seconds", "3"], bus: bus.address) {
-                try await press(mock, packet: 1, after: 1.5)
+            let (text, json) = try await Self.advertising(bus: bus.address, address: Self.shelly) {
+                (try await run(cli, ["button", "scan", "--seconds", "3"], bus: bus.address) {},
+                 try await run(cli, ["button", "scan", "--seconds", "3", "--json"], bus: bus.address) {})
             }
             #expect(text.exitCode == 0, "\(text.err)")
             let line = try #require(text.out.split(separator: "\n").first { $0.contains(Self.shelly) }, "\(text.out)")
             #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0 == "\u{202E}" }, "\(line.debugDescription)")
             #expect(line.contains("\\x1b]0;pwned\\x07\\x1b[2J\\rSBBT\\u{202e}xxx"), "\(line.debugDescription)")
             #expect(line.contains("…") && line.count < 200)
-            let json = try await run(cli, ["button", "scan", "--seconds", "3", "--json"], bus: bus.address) {
-                try await press(mock, packet: 2, after: 1.5)
-            }
             let list = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]] ?? []
             #expect(list.first { $0["address"] as? String == Self.shelly }?["name"] as? String == hostile, "\(json.out)")
         }
@@ -426,8 +440,9 @@ struct ButtonScanAndTestCLITests {
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
             try await populate(mock)
-            let r = try await run(cli, ["button", "test", "--seconds", "4"], bus: bus.address) {
-                try await press(mock, packet: 7, after: 2)
+            // One press (packet 7), its advert repeated every half second from 0.5 s (the HID press comes at 1.5 s).
+            let r = try await Self.advertising(bus: bus.address, address: Self.shelly, packet: 7) {
+                try await run(cli, ["button", "test", "--seconds", "4"], bus: bus.address) {}
             }
             #expect(r.exitCode == 0, "\(r.err)")
             #expect(r.out.contains("bedside: single → take (not acted on)"), "\(r.out)\n\(r.err)")
