@@ -381,7 +381,7 @@ struct ButtonScanAndTestCLITests {
             return value
         }
         // Killed by us, so it advertised until the end (an early exit would be .exited, with its reason).
-        #expect(run.terminationStatus == .signaled(SIGTERM), "the advertiser stopped early: \(run.standardError ?? "")")
+        #expect(run.terminationStatus == .signaled(SIGTERM), "the advertiser stopped early: \(run.standardError)")
         return run.closureResult
     }
 
