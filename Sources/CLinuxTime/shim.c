@@ -73,11 +73,11 @@ int dosetap_epoll_watch(int epfd, int fd, uint32_t events, int oneshot, uint64_t
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
 }
 
-int dosetap_epoll_wait_events(int epfd, uint64_t *keys, uint32_t *mask, int max) {
+int dosetap_epoll_wait_events(int epfd, uint64_t *keys, uint32_t *mask, int max, int timeout_ms) {
     struct epoll_event events[64];
     if (max > 64) max = 64;
     for (;;) {
-        int n = epoll_wait(epfd, events, max, -1);
+        int n = epoll_wait(epfd, events, max, timeout_ms);
         if (n < 0 && errno == EINTR) continue;
         for (int i = 0; i < n; i++) {
             keys[i] = events[i].data.u64;

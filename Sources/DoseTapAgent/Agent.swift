@@ -23,7 +23,7 @@ public enum Agent {
         // the reload service takes over the signal.
         signal(SIGHUP, SIG_IGN)
         // The files mapped now (the executable and its libraries) are those whose clean pages may be given
-        // back once the agent is quiet (PageReleaseService; DOSETAP_RELEASE_PAGES=0 keeps them).
+        // back after the agent's work (PageReleaseService; DOSETAP_RELEASE_PAGES=0 keeps them).
         let pages = ProcessInfo.processInfo.environment["DOSETAP_RELEASE_PAGES"] == "0" ? nil : ResidentPages()
         let configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
         let database = try DoseTapDatabase(directory: paths.dataDirectory)
@@ -192,10 +192,10 @@ public enum Agent {
             }
         }
         if let pages {
+            let meter = FileResidentMeter()
             services.append(.init(service: PageReleaseService(
-                activity: PageReleaseService.activity(events: events, databaseChanges: watcher?.changes()),
-                clock: TimerFDScheduler.shared, timing: .init(), idle: { EpollLoop.shared.whenIdle($0) },
-                release: PageReleaseService.releasing(pages, logger: logger))))
+                clock: TimerFDScheduler.shared, policy: .init(environment: ProcessInfo.processInfo.environment), idle: { EpollLoop.shared.whenIdle($0) },
+                fileResidentKB: { meter?.kilobytes() }, release: PageReleaseService.releasing(pages, logger: logger))))
         }
         if let interval = notifier.watchdogInterval {
             services.append(.init(service: WatchdogService(notifier: notifier, interval: interval, clock: TimerFDScheduler.shared)))

@@ -60,6 +60,33 @@ struct EpollLoopTests {
         #expect(log.withLock { $0.count } == count)
     }
 
+    @Test("an event already pending when the work is done (what the work itself caused) is handled before the idle hook")
+    func idleHookAfterPendingEvents() throws {
+        let loop = EpollLoop()
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        defer { close(writeEnd) }
+        let log = Mutex<[String]>([])
+        let watch = try loop.watch(fd: readEnd) { _ in
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while read(readEnd, &buffer, buffer.count) > 0 {}
+            log.withLock { $0.append("event") }
+        }
+        loop.whenIdle { log.withLock { $0.append("idle") } }
+        // The work writes to the pipe, as a database write makes an inotify event: the event is the same wake-up's.
+        loop.sync {
+            log.withLock { $0.append("work") }
+            _ = write(writeEnd, "x", 1)
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while log.withLock({ !$0.contains("idle") }) && Date() < deadline { usleep(1000) }
+        #expect(log.withLock { $0 } == ["work", "event", "idle"])
+        loop.whenIdle(nil)
+        loop.unwatch(watch, closing: true)
+    }
+
     @Test("sync from another thread runs on the loop and returns its value, again and again; nested, it runs inline")
     func sync() throws {
         let loop = EpollLoop()

@@ -31,7 +31,7 @@ void dosetap_eventfd_drain(int fd);
 /* Level-triggered watch for `events` (EPOLLIN = 1, EPOLLOUT = 4; oneshot adds EPOLLONESHOT). 0 or -1. */
 int dosetap_epoll_watch(int epfd, int fd, uint32_t events, int oneshot, uint64_t key);
 /* Blocks until at least one is ready (EINTR retried); fills keys and their event masks; -1 on error. */
-int dosetap_epoll_wait_events(int epfd, uint64_t *keys, uint32_t *events, int max);
+int dosetap_epoll_wait_events(int epfd, uint64_t *keys, uint32_t *events, int max, int timeout_ms);
 enum { DOSETAP_EPOLLIN = 1, DOSETAP_EPOLLOUT = 4, DOSETAP_EPOLLERR = 8, DOSETAP_EPOLLHUP = 16 };
 
 /* Swift concurrency's global executor hooks (the runtime's swift_task_enqueueGlobal*_hook, which

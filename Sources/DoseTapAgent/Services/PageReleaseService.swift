@@ -5,119 +5,116 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Gives back the clean pages of the agent's code once it has done its work (#15), without waking it for
-/// that when anything else will:
-/// - after start-up: by a timer `startUp` seconds after the service starts (one wake-up in the agent's life);
-/// - after activity (an agent event, a change to the database): due `settle` after the first activity since
-///   the last release (the tail of the work — a write on GRDB's thread, the subscribers' reads, a sound
-///   player's exit — is done by then) and no sooner than `spacing` after the last release; done at the end
-///   of the first wake-up the agent has anyway once it is due (`idle`: the epoll loop's hook, run in that
-///   same wake-up: an advert, a battery sample), or by a timer `slack` after it was due if none came.
-/// So an agent woken often (a button's adverts, the battery sample) has no wake-up of this service's own and
-/// gives its pages back at most once per `spacing`, and a quiet one (on AC, no button) has one per burst of
-/// work. What a release does, and why it is safe, is `ResidentPages`'s to say.
+/// Gives back the clean pages of the agent's code when its work has mapped many of them (#15), in the
+/// wake-up that did that work and never in one of its own when it can help it.
+///
+/// At the end of each wake-up of the agent's loop (`idle`: the epoll loop's hook, run in that same wake-up,
+/// after its work) the service reads how many kB of file pages are resident (`fileResidentKB`, one `pread` of
+/// /proc/self/statm). If that grew by `growthKB` or more since just after the last release — start-up, a
+/// battery sample with its write and its subscribers, a dose — it releases at once,
+/// unless the last release was less than `spacing` ago; then the first wake-up from that instant on does
+/// it, or, if none comes, one timer at that instant (so a burst of work right after a release costs at most one
+/// wake-up of this service's own, and an idle agent has none). Work that maps less than `growthKB` (an advert
+/// decoded and dropped) releases nothing, so a path the agent runs every few seconds is not given back and
+/// mapped again each time. The loop runs the hook only once no event is pending, so the events a piece of
+/// work causes itself (the inotify event of its database write) belong to the same wake-up.
+///
+/// What a release does, and why it is safe, is `ResidentPages`'s to say.
 struct PageReleaseService: Service, CustomStringConvertible {
     var description: String { "PageReleaseService" }
 
-    struct Timing: Sendable {
-        var startUp: TimeInterval = 30
-        var settle: TimeInterval = 10
-        /// A release costs about a dozen context switches (measured on battery, docs/performance.md): an agent
-        /// woken every minute (the battery sample) or every few seconds (adverts) gives its pages back at most
-        /// every ten minutes, so the release never costs it more than about one wake-up a minute.
-        var spacing: TimeInterval = 600
-        var slack: TimeInterval = 20
+    struct Policy: Sendable {
+        /// Growth of the file pages resident since the last release that calls for another. Start-up maps about
+        /// 34 MB, a battery sample about 11 MB (fault-around included), a button's advert about 4.7 MB: a path
+        /// run every few seconds stays mapped, and the larger, rarer ones are given back (docs/performance.md).
+        var growthKB: Int = 6144
+        /// The least time between two releases: a stream of work (the dashboard under load) gives its pages
+        /// back at most this often.
+        var spacing: TimeInterval = 10
+
+        init(growthKB: Int = 6144, spacing: TimeInterval = 10) {
+            self.growthKB = growthKB
+            self.spacing = spacing
+        }
+
+        /// The defaults, or `DOSETAP_RELEASE_GROWTH_KB` (256 to 1048576) for measurements; anything else in it
+        /// is ignored.
+        init(environment: [String: String]) {
+            self.init()
+            if let text = environment["DOSETAP_RELEASE_GROWTH_KB"], let kb = Int(text), (256...1_048_576).contains(kb) {
+                growthKB = kb
+            }
+        }
     }
 
-    /// Activity: each element is "something ran".
-    let activity: AsyncStream<Void>
     let clock: any Scheduling
-    let timing: Timing
+    let policy: Policy
     /// Installs (or, with nil, removes) the hook run each time the agent's loop is idle.
     let idle: @Sendable ((@Sendable () -> Void)?) -> Void
+    /// kB of file pages resident now; nil when it cannot be read (then nothing is released).
+    let fileResidentKB: @Sendable () -> Int?
     let release: @Sendable () -> Void
 
     private final class State: Sendable {
         struct Value {
-            /// When work was first done since the last release; nil: nothing to give back.
-            var firstActivity: Date?
-            /// No release before this instant (start-up's, then the spacing after the last release).
-            var notBefore: Date
+            /// File pages resident just after the last release (0 before the first).
+            var baseline = 0
+            var lastRelease: Date?
             var timer: Task<Void, Never>?
         }
-        let value: Mutex<Value>
-        init(start: Date, notBefore: Date) { value = Mutex(Value(firstActivity: start, notBefore: notBefore)) }
+        let value = Mutex(Value())
+        func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
     }
 
     func run() async throws {
-        let start = clock.now()
-        let state = State(start: start, notBefore: start.addingTimeInterval(timing.startUp))
-        let clock = self.clock, release = self.release, timing = self.timing
+        let state = State()
+        let clock = self.clock, policy = self.policy, release = self.release, fileResidentKB = self.fileResidentKB
 
-        /// Releases if it is due, and cancels the fallback timer (or, called by the timer, forgets it whatever
-        /// it finds).
-        @Sendable func releaseIfDue(byTimer: Bool = false) {
+        /// Releases if the growth calls for it and the spacing allows; if only the spacing is missing, arms the
+        /// one timer at the instant it allows (unless a timer is armed). Called by the timer: forgets it.
+        @Sendable func check(byTimer: Bool) {
+            guard let resident = fileResidentKB() else { return }
             let now = clock.now()
-            let timer = state.value.withLock { v -> Task<Void, Never>?? in
-                if byTimer { v.timer = nil }
-                guard let first = v.firstActivity, now >= max(first.addingTimeInterval(timing.settle), v.notBefore) else { return nil }
-                v.firstActivity = nil
-                v.notBefore = now.addingTimeInterval(timing.spacing)
-                defer { v.timer = nil }
-                return .some(v.timer)
-            }
-            guard let timer else { return }
-            timer?.cancel()
-            release()
-        }
-        /// The fallback: a timer at `at`, cancelled if the release rides on another wake-up first.
-        @Sendable func arm(at: Date) -> Task<Void, Never> {
-            Task {
-                // A wall clock set meanwhile: the instant still stands.
-                while true {
-                    let woke = await clock.sleep(until: at)
-                    if woke == .cancelled || Task.isCancelled { return }
-                    if woke == .due { break }
+            enum Decision { case nothing, release(Task<Void, Never>?), arm(Date) }
+            let decision = state.withLock { s -> Decision in
+                if byTimer { s.timer = nil }
+                guard resident - s.baseline >= policy.growthKB else { return .nothing }
+                if let last = s.lastRelease, now < last.addingTimeInterval(policy.spacing) {
+                    return s.timer == nil ? .arm(last.addingTimeInterval(policy.spacing)) : .nothing
                 }
-                releaseIfDue(byTimer: true)
+                s.lastRelease = now
+                defer { s.timer = nil }
+                return .release(s.timer)
+            }
+            switch decision {
+            case .nothing:
+                return
+            case .release(let timer):
+                timer?.cancel()
+                release()
+                let after = fileResidentKB() ?? resident
+                state.withLock { $0.baseline = after }
+            case .arm(let at):
+                let timer = Task {
+                    // A wall clock set meanwhile: the instant still stands.
+                    while true {
+                        let woke = await clock.sleep(until: at)
+                        if woke == .cancelled || Task.isCancelled { return }
+                        if woke == .due { break }
+                    }
+                    check(byTimer: true)
+                }
+                state.withLock { s in
+                    if s.timer == nil { s.timer = timer } else { timer.cancel() }
+                }
             }
         }
 
-        state.value.withLock { $0.timer = arm(at: start.addingTimeInterval(timing.startUp)) }
-        idle { releaseIfDue() }
-        await cancelWhenGracefulShutdown {
-            for await _ in activity {
-                let now = clock.now()
-                state.value.withLock { v in
-                    // The first activity since the last release sets when the next one is due; more never
-                    // postpones it, and one timer at a time.
-                    guard v.firstActivity == nil else { return }
-                    v.firstActivity = now
-                    let due = max(now.addingTimeInterval(timing.settle), v.notBefore)
-                    v.timer?.cancel()
-                    v.timer = arm(at: due.addingTimeInterval(timing.slack))
-                }
-            }
-        }
+        idle { check(byTimer: false) }
+        // Nothing to do between wake-ups: parked until shutdown (or cancellation).
+        try? await gracefulShutdown()
         idle(nil)
-        state.value.withLock { $0.timer?.cancel(); $0.timer = nil }
-    }
-
-    /// The agent's activity: every event on the bus and every change of the data directory.
-    static func activity(events: EventBus, databaseChanges: AsyncStream<Void>?) -> AsyncStream<Void> {
-        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let bus = events.subscribe(buffer: 1)
-        let task = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { for await _ in bus { continuation.yield() } }
-                if let databaseChanges {
-                    group.addTask { for await _ in databaseChanges { continuation.yield() } }
-                }
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        state.withLock { $0.timer?.cancel(); $0.timer = nil }
     }
 
     /// The release as the agent does it, logged at debug with what it gave back and what it took.

@@ -211,9 +211,23 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
         threadID.store(UInt64(pthread_self()), ordering: .releasing)
         var keys = [UInt64](repeating: 0, count: 64)
         var masks = [UInt32](repeating: 0, count: 64)
+        func wait(_ timeoutMs: Int32) -> Int32 {
+            keys.withUnsafeMutableBufferPointer { k in
+                masks.withUnsafeMutableBufferPointer { m in dosetap_epoll_wait_events(epoll, k.baseAddress, m.baseAddress, 64, timeoutMs) }
+            }
+        }
+        // After work, with an idle hook: first a look (timeout 0) for events already pending — the inotify event
+        // of the database write just made, a D-Bus reply already in — which belong to the same wake-up; the
+        // hook runs only when nothing is, then the loop sleeps.
+        var worked = false
         while true {
-            let n = keys.withUnsafeMutableBufferPointer { k in
-                masks.withUnsafeMutableBufferPointer { m in dosetap_epoll_wait_events(epoll, k.baseAddress, m.baseAddress, 64) }
+            let idle = worked ? state.withLock({ $0.idle }) : nil
+            var n = wait(idle == nil ? -1 : 0)
+            worked = false
+            if n == 0, let idle {
+                idle()
+                runQueued()
+                n = wait(-1)
             }
             if n < 0 { return } // the epoll set is gone: nothing can be waited for any more
             for i in 0..<Int(n) {
@@ -233,15 +247,13 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
                 handler?.body(Events(rawValue: masks[i]))
             }
             runQueued()
-            if let idle = state.withLock({ $0.idle }) {
-                idle()
-                runQueued()
-            }
+            worked = true
         }
     }
 
-    /// Runs `body` on the loop's thread each time the loop has done all its work, just before it waits
-    /// again: in the same wake-up as that work, never one of its own (nil removes it). It must be short.
+    /// Runs `body` on the loop's thread each time the loop has done all its work and no event is pending, just
+    /// before it waits again: in the same wake-up as that work, never one of its own (nil removes it). It must
+    /// be short.
     public func whenIdle(_ body: (@Sendable () -> Void)?) {
         state.withLock { $0.idle = body }
     }

@@ -155,3 +155,39 @@ public struct ResidentPages: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 }
+
+/// How much of this process's resident set is pages of files (`/proc/self/statm`'s third field: `RssFile`
+/// plus `RssShmem`), read cheaply enough for every wake-up of the loop: the file stays open and each reading
+/// is one `pread` of a few dozen bytes (procfs makes the text afresh at offset 0).
+public final class FileResidentMeter: Sendable {
+    private let fd: Int32
+    private let pageKB = max(1, sysconf(Int32(_SC_PAGESIZE)) / 1024)
+
+    /// nil when /proc/self/statm cannot be opened.
+    public init?(path: String = "/proc/self/statm") {
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+    }
+
+    deinit { close(fd) }
+
+    /// kB of file pages resident now; nil if the reading fails.
+    public func kilobytes() -> Int? {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { buffer -> Int? in
+            var n: Int
+            repeat { n = pread(fd, buffer.baseAddress, buffer.count, 0) } while n < 0 && errno == EINTR
+            guard n > 0 else { return nil }
+            return Self.sharedPages(statm: String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<n]), as: UTF8.self)).map { $0 * pageKB }
+        }
+    }
+
+    /// The third of statm's seven numbers (pages): "size resident shared text lib data dt\n"; nil for anything else.
+    public static func sharedPages(statm: String) -> Int? {
+        guard statm.hasSuffix("\n") else { return nil }
+        let fields = statm.dropLast().split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count == 7, fields.allSatisfy({ !$0.isEmpty && $0.count <= 18 && $0.allSatisfy { ("0"..."9").contains($0) } }) else {
+            return nil
+        }
+        return Int(fields[2])
+    }
+}
