@@ -23,9 +23,10 @@ public enum Agent {
         // the reload service takes over the signal.
         signal(SIGHUP, SIG_IGN)
         // The files mapped now (the executable and its libraries) are those whose clean pages may be given
-        // back after the agent's work (PageReleaseService) — only with DOSETAP_RELEASE_PAGES=1: releasing
-        // deadlocked the debug agent's loop thread (a lock it held itself) in 4 of 5 runs of the alarm and
-        // web agent tests (docs/performance.md), and an agent that hangs rings no alarm. Off until understood.
+        // back after the agent's work (PageReleaseService) — only with DOSETAP_RELEASE_PAGES=1: with the
+        // service on, the debug agent's loop thread deadlocked (a lock it held itself) in 4 of 5 runs of the
+        // alarm and web agent tests, 1 of 5 even with a release that only slept 3 ms (docs/performance.md),
+        // and an agent that hangs rings no alarm. Off until understood.
         let pages = ProcessInfo.processInfo.environment["DOSETAP_RELEASE_PAGES"] == "1" ? ResidentPages() : nil
         let configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
         let database = try DoseTapDatabase(directory: paths.dataDirectory)
