@@ -60,6 +60,16 @@ struct PageReleaseServiceTests {
             while released.count < count { await Task.yield() }
         }
 
+        /// Released at 100, then 7 MB mapped at 103 (spacing 10 s): too soon, so its one timer is armed for 110.
+        static func grewTooSoonAfterARelease() async -> Harness {
+            let h = Harness(spacing: 10)
+            await h.started()
+            h.wakeUp(at: 100)
+            h.wakeUp(at: 103, resident: 23_000)
+            await h.clock.waitForSleepers(1)
+            return h
+        }
+
         /// Waits until the service installed its idle hook.
         func started() async {
             while record.hook.withLock({ $0 == nil }) { await Task.yield() }
@@ -136,11 +146,7 @@ struct PageReleaseServiceTests {
 
     @Test("growth within `spacing` and no wake-up after it: its own timer gives it back, once")
     func spacingByTimer() async {
-        let h = Harness(spacing: 10)
-        await h.started()
-        h.wakeUp(at: 100)
-        h.wakeUp(at: 103, resident: 23_000)
-        await h.clock.waitForSleepers(1)
+        let h = await Harness.grewTooSoonAfterARelease()
         h.at(110)
         await h.waitForReleases(2)
         #expect(h.released == [100, 110])
@@ -153,11 +159,7 @@ struct PageReleaseServiceTests {
 
     @Test("a timer that finds the growth already given back, or gone, does nothing")
     func timerFindsNothing() async {
-        let h = Harness(spacing: 10)
-        await h.started()
-        h.wakeUp(at: 100)
-        h.wakeUp(at: 103, resident: 23_000)
-        await h.clock.waitForSleepers(1)
+        let h = await Harness.grewTooSoonAfterARelease()
         // The kernel reclaimed the pages meanwhile (memory pressure): nothing to give back at 110.
         h.record.resident.withLock { $0 = 16_500 }
         h.at(110)
@@ -180,11 +182,7 @@ struct PageReleaseServiceTests {
 
     @Test("shutdown: no release, the idle hook removed, no timer left")
     func shutdown() async throws {
-        let h = Harness(spacing: 10)
-        await h.started()
-        h.wakeUp(at: 100)
-        h.wakeUp(at: 103, resident: 23_000)
-        await h.clock.waitForSleepers(1)
+        let h = await Harness.grewTooSoonAfterARelease()
         h.task.cancel()
         _ = try? await h.task.value
         #expect(h.released == [100])
