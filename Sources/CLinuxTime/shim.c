@@ -105,6 +105,16 @@ extern SWIFTCC void (*swift_task_enqueueGlobalWithDeadline_hook)(long long sec, 
  * runtime's own clock, never by guessing which clock_gettime id it means). */
 extern SWIFTCC void swift_get_time(long long *seconds, long long *nanoseconds, int clock);
 
+/* swift_job_run(Job *, SerialExecutorRef) (swift/Runtime/Concurrency.h): SerialExecutorRef is two words,
+ * { HeapObject *Identity; uintptr_t Implementation }, and the generic executor is both zero. */
+typedef struct { void *identity; uintptr_t implementation; } dosetap_serial_executor_ref;
+extern SWIFTCC void swift_job_run(void *job, dosetap_serial_executor_ref executor);
+
+void dosetap_run_global_job(void *job) {
+    dosetap_serial_executor_ref generic = { NULL, 0 };
+    swift_job_run(job, generic);
+}
+
 static dosetap_enqueue_fn dosetap_enqueue;
 static dosetap_enqueue_after_fn dosetap_enqueue_after;
 

@@ -22,12 +22,12 @@ public enum Agent {
         // A SIGHUP (reload) that arrives while the agent is still starting must not kill it: ignore it until
         // the reload service takes over the signal.
         signal(SIGHUP, SIG_IGN)
-        // The files mapped now (the executable and its libraries) are those whose clean pages may be given
-        // back after the agent's work (PageReleaseService) — only with DOSETAP_RELEASE_PAGES=1: with the
-        // service on, the debug agent's loop thread deadlocked (a lock it held itself) in 4 of 5 runs of the
-        // alarm and web agent tests, 1 of 5 even with a release that only slept 3 ms (docs/performance.md),
-        // and an agent that hangs rings no alarm. Off until understood.
-        let pages = ProcessInfo.processInfo.environment["DOSETAP_RELEASE_PAGES"] == "1" ? ResidentPages() : nil
+        // The files mapped now (the executable and its libraries) are those whose clean pages are given back
+        // after the agent's larger pieces of work (PageReleaseService); DOSETAP_RELEASE_PAGES=0 keeps them (for
+        // measurements). It was off by default while the loop could deadlock on a lock it held itself — jobs of
+        // the global executor then ran isolated to the loop, and a release's few ms made that likely; they run
+        // on the generic executor now (EpollLoop, docs/performance.md).
+        let pages = ProcessInfo.processInfo.environment["DOSETAP_RELEASE_PAGES"] == "0" ? nil : ResidentPages()
         let configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
         let database = try DoseTapDatabase(directory: paths.dataDirectory)
         // One libudev client for the power supplies, the HID remotes and the vibration motor.

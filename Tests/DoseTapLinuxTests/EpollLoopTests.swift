@@ -87,6 +87,37 @@ struct EpollLoopTests {
         loop.unwatch(watch, closing: true)
     }
 
+    /// A job the runtime hands the global executor runs on the generic executor, as libdispatch's pool runs
+    /// it: a call into `@concurrent` (nonisolated) async code that does not suspend runs in place, so the
+    /// closure queued just before it runs after it. Run "on" the loop as a serial executor, the call was a hop
+    /// and the queued closure ran in between — what let swift-async-algorithms' `merge` (a lock held across
+    /// such a call) deadlock the agent's loop. In a process of its own: the global executor is process-wide.
+    @Test("as the global executor, a task's call into nonisolated async code runs in place: no hop, nothing queued runs in between")
+    func globalJobsRunOnTheGenericExecutor() async {
+        await #expect(processExitsWith: .exitCode(0)) {
+            guard EpollLoop.installAsGlobalExecutor() else { exit(3) }
+            final class Order: Sendable {
+                let log = Mutex<[String]>([])
+                func add(_ entry: String) { log.withLock { $0.append(entry) } }
+            }
+            @concurrent func step(_ order: Order) async -> Bool {
+                order.add("step")
+                return EpollLoop.shared.inLoop
+            }
+            let order = Order()
+            let onLoop = await Task { () -> Bool in
+                guard EpollLoop.shared.inLoop else { return false }
+                EpollLoop.shared.execute { order.add("queued") }
+                let stepOnLoop = await step(order)
+                order.add("after")
+                return stepOnLoop
+            }.value
+            // Let the queued closure run (it must have, by the time this job was queued behind it).
+            let entries = await Task { order.log.withLock { $0 } }.value
+            exit(onLoop && entries == ["step", "after", "queued"] ? 0 : 1)
+        }
+    }
+
     @Test("sync from another thread runs on the loop and returns its value, again and again; nested, it runs inline")
     func sync() throws {
         let loop = EpollLoop()

@@ -42,6 +42,11 @@ enum { DOSETAP_EPOLLIN = 1, DOSETAP_EPOLLOUT = 4, DOSETAP_EPOLLERR = 8, DOSETAP_
 typedef void (*dosetap_enqueue_fn)(void *job);
 typedef void (*dosetap_enqueue_after_fn)(void *job, uint64_t nanoseconds);
 int dosetap_install_global_executor(dosetap_enqueue_fn enqueue, dosetap_enqueue_after_fn enqueue_after);
+/* Runs a job handed to the global executor the way the runtime's own global executor does (libdispatch:
+ * swift_job_run with the generic executor): the job's task is then on the generic executor, so nonisolated
+ * async code it calls runs on in place. Run "on" a serial executor instead, every call into nonisolated async
+ * code would be a hop, a suspension where the code has none (see EpollLoop). */
+void dosetap_run_global_job(void *job);
 /* An armed, relative, non-blocking timerfd on CLOCK_MONOTONIC firing after `nanoseconds`, then every
  * `interval` (0: once); -1 and errno. */
 int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval);

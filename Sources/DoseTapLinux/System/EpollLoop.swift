@@ -41,7 +41,16 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
     }
 
     private enum Work {
+        /// A job enqueued on this loop as a serial executor (an actor whose executor it is): run isolated to it.
         case job(UnownedJob)
+        /// A job handed to the global executor (`installAsGlobalExecutor`): run on the generic executor, as
+        /// libdispatch's pool would. Run "on" this loop instead, its task would count as isolated to the loop,
+        /// and each call it makes into nonisolated async code would hop (a suspension, its job queued behind
+        /// the others) where the code has none — code that holds a lock across such a call, "safe since the
+        /// closure runs straight away" (swift-async-algorithms' `merge`, behind ServiceLifecycle's
+        /// `cancelOnGracefulShutdown`), then waits on it from the next job queued: the agent's loop deadlocked
+        /// on a lock it held itself (docs/performance.md).
+        case globalJob(UnownedJob)
         case closure(@Sendable () -> Void)
     }
 
@@ -89,7 +98,7 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
     public static func installAsGlobalExecutor() -> Bool {
         _ = shared
         let installed = dosetap_install_global_executor(
-            { job in EpollLoop.shared.submit(.job(unsafeBitCast(job, to: UnownedJob.self))) },
+            { job in EpollLoop.shared.submit(.globalJob(unsafeBitCast(job, to: UnownedJob.self))) },
             { job, nanoseconds in EpollLoop.shared.submit(unsafeBitCast(job, to: UnownedJob.self), after: nanoseconds) }
         ) == 1
         if installed { installedFlag.store(true, ordering: .releasing) }
@@ -193,17 +202,17 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
         let fd = dosetap_monotonic_timer(nanoseconds, 0)
         guard fd >= 0 else {
             // Out of descriptors: run it now rather than never (a sleep that returns early, not a hang).
-            submit(.job(job))
+            submit(.globalJob(job))
             return
         }
         do {
-            _ = try watch(fd: fd, oneShot: true) { [self] _ in
+            _ = try watch(fd: fd, oneShot: true) { _ in
                 close(fd)
-                job.runSynchronously(on: asUnownedSerialExecutor())
+                dosetap_run_global_job(unsafeBitCast(job, to: UnsafeMutableRawPointer.self))
             }
         } catch {
             close(fd)
-            submit(.job(job))
+            submit(.globalJob(job))
         }
     }
 
@@ -274,6 +283,7 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
             for work in batch {
                 switch work {
                 case .job(let job): job.runSynchronously(on: asUnownedSerialExecutor())
+                case .globalJob(let job): dosetap_run_global_job(unsafeBitCast(job, to: UnsafeMutableRawPointer.self))
                 case .closure(let body): body()
                 }
             }
