@@ -47,8 +47,9 @@
 # side by side, checks that upowerd enumerates the battery, lets both settle, then measures
 # the real children (umockdev-run forks; the wrapper itself is not counted) over the same window:
 #   RSS / peak RSS / PSS   VmRSS at the window's end, VmHWM (/proc/PID/status), Pss (/proc/PID/smaps_rollup)
-#   RSS mean / max         VmRSS read once a second through the window (with DOSETAP_RELEASE_PAGES=1 the agent
-#                          gives back its clean pages of code at the end of a wake-up whose work mapped 6 MB of them: docs/performance.md)
+#   RSS mean / max         VmRSS read once a second through the window (the agent gives back its clean pages
+#                          of code at the end of a wake-up whose work mapped 6 MB of them, unless
+#                          DOSETAP_RELEASE_PAGES=0 is set: docs/performance.md)
 #   CPU                    utime+stime (/proc/PID/stat, clock ticks -> s), total and in window
 #   wake-ups               increase of voluntary+nonvoluntary context switches in the window,
 #                          summed over ALL threads (/proc/PID/status counts the main thread
