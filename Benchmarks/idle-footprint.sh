@@ -55,6 +55,14 @@
 #                          summed over ALL threads (/proc/PID/status counts the main thread
 #                          only, so /proc/PID/task/*/status is sampled every second; threads
 #                          born in the window count from 0)
+#   seconds woken          how many of the once-a-second readings found more switches than the last one: a
+#                          burst (the battery sample, an advert) counts once however many switches it
+#                          took; the seconds and their switches are printed on stderr and kept in
+#                          $TMP/<scenario>/<process>.timeline
+#   major faults           increase of majflt (/proc/PID/stat) in the window: pages read back from the disk,
+#                          each a sleep of the faulting thread and so a voluntary context switch — on a
+#                          machine that pages out cold page cache, what a wake-up's first touch of
+#                          long-unused code costs
 # Prints a markdown table. Exits 1 if a measured process died, 2 on a setup failure.
 # Needs: umockdev (umockdev-run), dbus-daemon, dbus-send (dbus-bin), upower, util-linux.
 set -euo pipefail
@@ -256,6 +264,12 @@ cpu_ticks() { # PID -> utime+stime of the whole thread group
     read -r -a f <<<"${st##*) }"  # fields from 3 (state) on: utime is f[11], stime f[12]
     echo $((f[11] + f[12]))
 }
+major_faults() { # PID -> major page faults of the whole thread group (pages read from disk: the thread sleeps)
+    local st f
+    st=$(<"/proc/$1/stat")
+    read -r -a f <<<"${st##*) }"  # majflt is field 12, f[9]
+    echo "${f[9]}"
+}
 status_kb() { # PID FIELD -> value in kB
     local k v _
     while read -r k v _; do [[ $k == "$2:" ]] && { echo "$v"; return; }; done <"/proc/$1/status"
@@ -282,6 +296,15 @@ sample() {
         [[ -n ${BASE[$name:$t]+x} ]] || BASE[$name:$t]=0
         LAST[$name:$t]=$n
     done
+    # When it woke: the seconds of the window in which its summed switches grew, and by how much
+    # ("+61s:23" in TIMELINE), so a report can tell one burst a minute (the battery sample) from a steady trickle.
+    local total=0 key
+    for key in "${!LAST[@]}"; do [[ $key == "$name:"* ]] && total=$((total + LAST[$key])); done
+    if [[ $phase == window ]] && (( total > ${PREV_TOTAL[$name]:-0} )); then
+        WOKEN_SECONDS[$name]=$(( ${WOKEN_SECONDS[$name]:-0} + 1 ))
+        TIMELINE[$name]+="+$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a }')s:$(( total - PREV_TOTAL[$name] )) "
+    fi
+    PREV_TOTAL[$name]=$total
     # The resident set over the window, once a second (reading /proc wakes nothing): its mean and maximum.
     if [[ $phase == window ]]; then
         v=$(status_kb "$pid" VmRSS)
@@ -353,12 +376,14 @@ scenario() {
 
     echo "idle-footprint: settling ${SETTLE}s, then measuring ${DURATION}s" >&2
     sleep "$SETTLE"
-    BASE=(); LAST=(); DEAD=(); CPU0=(); THREADS0=(); RSS_SUM=(); RSS_N=(); RSS_MAX=()
+    BASE=(); LAST=(); DEAD=(); CPU0=(); THREADS0=(); RSS_SUM=(); RSS_N=(); RSS_MAX=(); PREV_TOTAL=(); WOKEN_SECONDS=(); TIMELINE=(); MAJ0=()
+    t0=$EPOCHREALTIME
     PID_OF=([upowerd]=$UP_PID [agent]=$AGENT_PID)
     for who in upowerd agent; do
         pid=${PID_OF[$who]}
         if alive "$pid"; then
             CPU0[$who]=$(cpu_ticks "$pid")
+            MAJ0[$who]=$(major_faults "$pid")
             THREADS0[$who]=$(nthreads "$pid")
         fi
         sample "$who" "$pid" base
@@ -384,6 +409,8 @@ scenario() {
     [[ -z $tracer ]] || { kill "$tracer" 2>/dev/null; wait "$tracer" 2>/dev/null || true; }
     elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
     ADVERTS=$((adverts1 - adverts0))
+    for who in upowerd agent; do echo "${TIMELINE[$who]:-}" >"$dir/$who.timeline"; done
+    echo "idle-footprint: agent woke in these seconds of the window (+s:switches): ${TIMELINE[agent]:-none}" >&2
     local label=$name
     [[ $button == 1 ]] && label="$name, $ADVERTS adverts"
     ROWS[$name]="$(row upowerd "$label" "upowerd")
@@ -407,7 +434,7 @@ mb() { awk -v k="$1" 'BEGIN { if (k == "") print "n/a"; else printf "%.1f", k / 
 row() { # NAME SCENARIO LABEL
     local name=$1 scen=$2 label=$3 pid=${PID_OF[$1]} rss hwm pss cpu sw thr
     if [[ -n ${DEAD[$name]:-} ]] || ! alive "$pid"; then
-        echo "| $scen | $label | $pid | DIED${DEAD[$name]:+ at ${DEAD[$name]}} | | | | | | | | | |"
+        echo "| $scen | $label | $pid | DIED${DEAD[$name]:+ at ${DEAD[$name]}} | | | | | | | | | | | |"
         return
     fi
     rss=$(status_kb "$pid" VmRSS); hwm=$(status_kb "$pid" VmHWM); pss=$(pss_kb "$pid")
@@ -419,13 +446,14 @@ row() { # NAME SCENARIO LABEL
     awk -v s="$scen" -v l="$label" -v p="$pid" -v rss="$(mb "$rss")" -v hwm="$(mb "$hwm")" -v pss="$(mb "$pss")" \
         -v mean="$(mb "$mean")" -v max="$(mb "$max")" \
         -v c="$cpu" -v c0="${CPU0[$name]}" -v hz="$CLK_TCK" -v sw="$sw" -v el="$elapsed" -v thr="$thr" \
-        'BEGIN { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %d | %.1f | %s |\n",
-                 s, l, p, rss, mean, max, hwm, pss, c / hz, (c - c0) / hz, sw, sw * 60 / el, thr }'
+        -v woken="${WOKEN_SECONDS[$name]:-0}" -v maj="$(( $(major_faults "$pid") - ${MAJ0[$name]:-0} ))" \
+        'BEGIN { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %d | %.1f | %d | %d | %s |\n",
+                 s, l, p, rss, mean, max, hwm, pss, c / hz, (c - c0) / hz, sw, sw * 60 / el, woken, maj, thr }'
 }
 
 STATUS=0
 BREAKDOWN_TEXT=
-declare -A PID_OF=() CPU0=() THREADS0=() RSS_SUM=() RSS_N=() RSS_MAX=()
+declare -A PID_OF=() CPU0=() THREADS0=() RSS_SUM=() RSS_N=() RSS_MAX=() PREV_TOTAL=() WOKEN_SECONDS=() TIMELINE=() MAJ0=()
 want() { [[ -z ${ONLY:-} || ,$ONLY, == *",$1,"* ]]; }
 want battery && scenario battery "$FIXTURE" 0
 want ac && scenario ac "$AC_FIXTURE" 0
@@ -437,8 +465,8 @@ report() {
     echo "Battery: ${FIXTURE#"$ROOT"/}; AC: ${AC_FIXTURE#"$ROOT"/}; windows of ${DURATION}s after ${SETTLE}s settle;"
     echo "both processes under umockdev-run; upowerd $(dpkg-query -W -f='${Version}' upower 2>/dev/null || true)."
     echo
-    echo "| scenario | process | PID | RSS MB (end) | RSS MB (window mean) | RSS MB (window max) | peak RSS MB | PSS MB | CPU s (total) | CPU s (window) | wake-ups (window) | wake-ups/min | threads |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| scenario | process | PID | RSS MB (end) | RSS MB (window mean) | RSS MB (window max) | peak RSS MB | PSS MB | CPU s (total) | CPU s (window) | wake-ups (window) | wake-ups/min | seconds woken | major faults (window) | threads |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     local name
     for name in "${SCENARIOS[@]}"; do echo "${ROWS[$name]}"; done
     if [[ -n $BREAKDOWN_TEXT ]]; then

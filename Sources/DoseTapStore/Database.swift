@@ -42,6 +42,11 @@ public final class DoseTapDatabase: Sendable {
         defer { close(lock) }
         do {
             writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: false))
+            // The dose log must survive a power cut right after a confirmation: fsync on every commit. Set here,
+            // once the pool is open — GRDB puts its writer in WAL mode with `synchronous = NORMAL` *after*
+            // `prepareDatabase` ran, and NORMAL syncs the WAL only at checkpoints, so a dose the agent
+            // recorded could be lost to a power cut for minutes (a one-shot CLI checkpoints as it closes).
+            try writer.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             // Migrating takes the write lock: only when something is to do, so opening never waits for
             // another process's transaction.
             if try !writer.read({ db in try Self.migrator.hasCompletedMigrations(db) }) {
@@ -98,10 +103,6 @@ public final class DoseTapDatabase: Sendable {
         config.busyMode = .timeout(5)
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
-            // The dose log must survive a power cut right after a confirmation: fsync on every commit.
-            if !db.configuration.readonly {
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-            }
         }
         return config
     }

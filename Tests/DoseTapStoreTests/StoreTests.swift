@@ -27,6 +27,19 @@ struct StoreTests {
         #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household"])
     }
 
+    /// GRDB's pool sets `synchronous = NORMAL` on its writer after the configuration's own set-up: in WAL mode
+    /// that syncs only at checkpoints, and a dose the (long-running) agent recorded could be lost to a power cut.
+    @Test("the writer syncs every commit (synchronous = FULL), on a new database and a re-opened one, after writes too")
+    func everyCommitIsSynced() throws {
+        let dir = try temporaryDirectory()
+        let db = try DoseTapDatabase(directory: dir)
+        #expect(try db.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
+        try BatterySampleRepository(database: db).append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
+        #expect(try db.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
+        let again = try DoseTapDatabase(directory: dir)
+        #expect(try again.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
+    }
+
     @Test("openIfPresent does not create a database")
     func openIfPresent() throws {
         let dir = try temporaryDirectory()
