@@ -123,6 +123,7 @@ public final class DoseTapDatabase: Sendable {
         guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
         defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
+            defer { announceCommit() }
             return try writer.write(body)
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "write")
@@ -134,10 +135,22 @@ public final class DoseTapDatabase: Sendable {
         guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
         defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
+            defer { announceCommit() }
             return try writer.writeWithoutTransaction(body)
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "write")
         }
+    }
+
+    /// Tells whoever watches the data folder (the agent's `DirectoryWatcher`, inotify) that a write is done *and
+    /// visible*: the WAL is opened for writing and closed (an `IN_CLOSE_WRITE`), nothing written, never created.
+    /// The commit's own events come too early: SQLite appends the frames (`IN_MODIFY` on the WAL), then syncs
+    /// them (`synchronous = FULL`: milliseconds), and only then makes them visible in the shared-memory index,
+    /// which inotify cannot see — an agent woken by the appends read the data before the commit and was not woken
+    /// again by a writer that stays open (a CLI's close at exit happened to cover it).
+    private func announceCommit() {
+        let fd = open(path + "-wal", O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        if fd >= 0 { close(fd) }
     }
 
     /// SQLite's terse codes ("disk I/O error", "database or disk is full") as one plain sentence.

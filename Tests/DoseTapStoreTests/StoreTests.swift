@@ -5,6 +5,9 @@ import DoseTapTesting
 import Foundation
 import Synchronization
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite("DoseTapStore")
 struct StoreTests {
@@ -38,6 +41,44 @@ struct StoreTests {
         #expect(try db.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
         let again = try DoseTapDatabase(directory: dir)
         #expect(try again.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
+    }
+
+    /// An inotify watcher woken by the commit's appends to the WAL can read before the commit is visible (it
+    /// is synced first, then published in the shared-memory index, which inotify cannot see): a write ends
+    /// with an event that comes after it is visible — the WAL closed after writing.
+    @Test("a write, in a transaction or managing its own, ends with the WAL closed after writing (an inotify event after the commit)")
+    func writeEndsWithAnEventAfterTheCommit() throws {
+        let dir = try temporaryDirectory()
+        let db = try DoseTapDatabase(directory: dir)
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(fd >= 0)
+        defer { close(fd) }
+        try #require(inotify_add_watch(fd, dir.path, UInt32(IN_MODIFY | IN_CLOSE_WRITE)) >= 0)
+        func events() -> [(mask: UInt32, name: String)] {
+            var all: [(UInt32, String)] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                guard n > 0 else { break }
+                var offset = 0
+                while offset + 16 <= n {
+                    let mask = buffer[(offset + 4)..<(offset + 8)].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+                    let length = Int(buffer[(offset + 12)..<(offset + 16)].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
+                    let name = String(decoding: buffer[(offset + 16)..<min(n, offset + 16 + length)].prefix { $0 != 0 }, as: UTF8.self)
+                    all.append((mask, name))
+                    offset += 16 + length
+                }
+            }
+            return all
+        }
+        _ = events()
+        try BatterySampleRepository(database: db).append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
+        let first = events()
+        #expect(first.contains { $0.mask & UInt32(IN_MODIFY) != 0 && $0.name == "dosetap.sqlite-wal" }, "the commit appended to the WAL")
+        #expect(first.last.map { $0.mask & UInt32(IN_CLOSE_WRITE) != 0 && $0.name == "dosetap.sqlite-wal" } == true, "\(first)")
+        _ = try db.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE; DELETE FROM battery_sample; COMMIT") }
+        let second = events()
+        #expect(second.last.map { $0.mask & UInt32(IN_CLOSE_WRITE) != 0 && $0.name == "dosetap.sqlite-wal" } == true, "\(second)")
     }
 
     @Test("openIfPresent does not create a database")
