@@ -46,7 +46,9 @@ hyperfine -N --warmup 3 --runs 30 --export-json "$work/take.json" \
   "env XDG_DATA_HOME=$tonight $bin dose take" >/dev/null
 hyperfine -N --warmup 3 --runs 30 --export-json "$work/status.json" \
   "env XDG_DATA_HOME=$seed $bin dose status --json" >/dev/null
+# The export never replaces an existing file: each run writes a new one.
 hyperfine -N --warmup 2 --runs 20 --export-json "$work/export.json" \
+  --prepare "rm -f $work/out.csv" \
   "env XDG_DATA_HOME=$seed $bin export csv --last all --output $work/out.csv" >/dev/null
 
 lines=$(wc -l < "$work/out.csv")
