@@ -3,7 +3,7 @@
 # Non-interactive; does nothing when everything is already installed.
 #   scripts/install-deps.sh run    # what `make run` needs
 #   scripts/install-deps.sh test   # what `make test` needs (adds the fixture tools)
-#   scripts/install-deps.sh bench  # what `make bench` needs (adds upower, the idle benchmark's yardstick, and wrk)
+#   scripts/install-deps.sh bench  # what `make bench` needs (adds upower, the idle benchmark's yardstick, wrk and hyperfine)
 set -euo pipefail
 
 run_packages=(pkg-config libudev-dev libsqlite3-dev libdbus-1-dev linux-libc-dev libmosquitto-dev)
@@ -14,8 +14,9 @@ if [[ "${1:-run}" == test || "${1:-run}" == bench ]]; then
   packages+=("${test_packages[@]}")
 fi
 if [[ "${1:-run}" == bench ]]; then
-  # wrk: Benchmarks/web-latency.sh (the dashboard under load). Not for `make test`: no test runs it.
-  packages+=(upower wrk)
+  # wrk: Benchmarks/web-latency.sh (the dashboard under load); hyperfine: cli-latency.sh and dose-latency.sh.
+  # Not for `make test`: no test runs them.
+  packages+=(upower wrk hyperfine)
 fi
 
 missing=()
