@@ -121,6 +121,13 @@ let package = Package(
         ),
 
         // Benchmarks (not built by the test command): swift run -c release feedback-latency
+        // swift run -c release prediction-accuracy DIR [--json]: the battery forecast on real nights (#24).
+        .executableTarget(
+            name: "prediction-accuracy",
+            dependencies: ["DoseTapCore"],
+            path: "Benchmarks/PredictionAccuracy",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "feedback-latency",
             dependencies: ["DoseTapAgent", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting", "CLinuxInput",

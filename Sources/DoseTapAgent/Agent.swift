@@ -52,9 +52,24 @@ public enum Agent {
             "byTimeLeftSeconds": "\(upower.policy.timeLeftSeconds.map { "\(Int($0))" } ?? "no")",
             "action": "\(upower.policy.action?.rawValue ?? "no UPower configuration")",
         ])
+        // What this machine's nights taught the forecast (#24): its drain asleep, when it sleeps, whether it can wake.
+        let nightRepository = NightLearningRepository(database: database)
+        let learned: NightLearning
+        do {
+            learned = try nightRepository.load()
+        } catch {
+            logger.error("cannot read what was learned of this machine's nights; starting afresh", metadata: ["error": "\(error)"])
+            learned = NightLearning()
+        }
+        let night = NightWatch(learning: learned, save: { try nightRepository.save($0) },
+                               battery: { (try? source.snapshot()).map { PowerState(raw: $0) } }, logger: logger)
+        let history = BatterySampleRepository(database: database)
+        let readBattery: @Sendable () -> BatteryStatus? = {
+            try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy, night: night.outlook())
+        }
         let monitor = BatteryMonitor(
-            source: source, history: BatterySampleRepository(database: database), clock: TimerFDScheduler.shared,
-            configuration: configuration, logger: logger, events: events, powerOff: upower.policy,
+            source: source, history: history, clock: TimerFDScheduler.shared,
+            configuration: configuration, logger: logger, events: events, powerOff: upower.policy, night: night,
             onReady: {
                 logger.info("agent ready")
                 if notifier.notify("READY=1\nSTATUS=Watching the battery") {
@@ -82,9 +97,8 @@ public enum Agent {
         }
         let devices = try makeFeedbackDevices(logger: logger, desktop: true, udev: udev)
         let repository = DoseRepository(database: database)
-        let history = BatterySampleRepository(database: database)
         let doses = DoseUseCases(repository: repository, clock: SystemClock(),
-                                 battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
+                                 battery: readBattery,
                                  events: events)
         let feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(),
                                         logger: logger)
@@ -98,7 +112,7 @@ public enum Agent {
         // Alarms: they ring here until Stop or Snooze (the CLI, the notification, any button) or ten minutes.
         let store = DataStore(database: database)
         let alarmUseCases = AlarmUseCases(store: store, clock: SystemClock(),
-                                          battery: { try? BatteryStatus.read(source: source, history: history, now: Date()) },
+                                          battery: readBattery,
                                           events: events)
         let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared,
                                  logger: logger)
@@ -140,7 +154,7 @@ public enum Agent {
         // Home Assistant (#16 §4) on the household's broker connection: its last will is the entities' availability.
         if let homeAssistant = homeAssistantService(
             configuration.current, broker: broker, identity: identity, database: database, doses: doses, alarms: ringing,
-            battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
+            battery: readBattery,
             events: events, databaseChanges: watcher?.changes(), logger: logger) {
             services.append(.init(service: homeAssistant))
         }
@@ -169,10 +183,17 @@ public enum Agent {
         services.append(.init(service: SleepGuardService(
             connect: { try DBusConnection(bus: .system, logger: logger) }, wake: LinuxWakeAlarm(),
             nextWake: nextWake(alarms: AlarmRepository(database: database), doses: repository, clock: SystemClock(), logger: logger),
-            status: WakeStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger), clock: SystemClock(), logger: logger)))
+            status: WakeStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger), clock: SystemClock(), logger: logger,
+            night: night,
+            beforeSleep: recheckBeforeSleep(alarms: { try AlarmRepository(database: database).load().alarms },
+                                      battery: { (try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy,
+                                                                           night: night.outlook(goingToSleep: true))) },
+                                      clock: TimerFDScheduler.shared, logger: logger) { step in
+                await feedback.play(.batteryNudge, title: step.nudge.header, body: AlarmRiskMonitor.body(step))
+            })))
         var context = AgentContext(paths: paths, configuration: configuration.current, database: database, events: events,
                                    doses: doses, alarms: alarmUseCases,
-                                   battery: { try? BatteryStatus.read(source: source, history: history, now: Date(), powerOff: upower.policy) },
+                                   battery: readBattery,
                                    clock: TimerFDScheduler.shared, logger: logger,
                                    databaseChanges: { watcher?.changes() })
         if let watcher {
@@ -262,4 +283,12 @@ func householdLink(_ settings: MQTTSettings?, identity: HouseholdIdentity, logge
         logger.error("the household broker is off: \(error)", metadata: ["broker": "\(settings.url)"])
         return .failure(HouseholdLink.Refused(url: settings.url, reason: "\(error)"))
     }
+}
+
+/// The sleep guard's re-check at `PrepareForSleep(true)` (`SleepRecheck`), as the closure it awaits.
+func recheckBeforeSleep(alarms: @escaping @Sendable () throws -> [Alarm], battery: @escaping @Sendable () -> BatteryStatus?,
+                        clock: any Scheduling, logger: Logger,
+                        play: @escaping @Sendable (AlarmRiskTracker.Step) async -> Void) -> @Sendable () async -> Void {
+    let recheck = SleepRecheck(alarms: alarms, battery: battery, clock: clock, logger: logger, play: play)
+    return { await recheck.run() }
 }

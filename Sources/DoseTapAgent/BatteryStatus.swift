@@ -7,23 +7,28 @@ public struct BatteryStatus: Sendable, Equatable {
     public var state: PowerState
     public var drain: DrainEstimate
     public var powerOff: PowerOffPolicy
+    /// The machine's nights (its drain asleep, when it sleeps, whether it can wake): the forecast splits the
+    /// hours until the moment into awake and asleep (#24). nil: awake all the way, the seed's model.
+    public var night: NightOutlook?
 
-    public init(state: PowerState, drain: DrainEstimate, powerOff: PowerOffPolicy = .upowerDefault) {
+    public init(state: PowerState, drain: DrainEstimate, powerOff: PowerOffPolicy = .upowerDefault, night: NightOutlook? = nil) {
         self.state = state
         self.drain = drain
         self.powerOff = powerOff
+        self.night = night
     }
 
-    /// The forecast at `moment` with this battery, its drain and its power-off level.
+    /// The forecast at `moment` with this battery, its drain, its nights and its power-off level.
     public func forecast(at moment: Date, now: Date, momentName: String = "alarm") -> BatteryForecast {
-        BatteryForecast.make(state: state, drain: drain, at: moment, now: now, momentName: momentName, powerOff: powerOff)
+        BatteryForecast.make(state: state, drain: drain, at: moment, now: now, momentName: momentName, powerOff: powerOff,
+                             night: night)
     }
 
     /// Reads the supplies now and fits the drain from the recorded history when the hardware rate is
     /// not usable. The current reading joins the history for the fit but is not stored.
     public static func read(source: any PowerSupplySource, history: (any BatteryHistoryStore)?,
                             now: Date, configuration: DrainEstimator.Configuration = .init(),
-                            powerOff: PowerOffPolicy = .upowerDefault) throws -> BatteryStatus {
+                            powerOff: PowerOffPolicy = .upowerDefault, night: NightOutlook? = nil) throws -> BatteryStatus {
         let state = PowerState(raw: try source.snapshot())
         var estimator = DrainEstimator(configuration: configuration)
         if state.hardwareDrainPercentPerHour == nil, state.present, !state.onAC, let history {
@@ -31,7 +36,7 @@ public struct BatteryStatus: Sendable, Equatable {
             estimator = DrainEstimator(samples: stored.filter { $0.at <= now }, configuration: configuration)
             if let current = state.sample(at: now) { estimator.record(current) }
         }
-        return BatteryStatus(state: state, drain: estimator.estimate(for: state), powerOff: powerOff)
+        return BatteryStatus(state: state, drain: estimator.estimate(for: state), powerOff: powerOff, night: night)
     }
 
     /// Hours until empty at the estimated drain, or nil.

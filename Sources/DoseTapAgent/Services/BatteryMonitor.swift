@@ -27,6 +27,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
     private let onEvaluated: @Sendable (BatteryStatus) -> Void
     private let events: EventBus?
     private let powerOff: PowerOffPolicy
+    private let night: NightWatch?
     private let inputs: AsyncStream<Input>
     private let continuation: AsyncStream<Input>.Continuation
     /// Samples closer together than this are not stored (a burst of uevents is one observation).
@@ -34,9 +35,10 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
 
     public init(source: any PowerSupplySource, history: (any BatteryHistoryStore)?, clock: any Scheduling,
                 configuration: ConfigurationHolder, logger: Logger, events: EventBus? = nil,
-                powerOff: PowerOffPolicy = .upowerDefault,
+                powerOff: PowerOffPolicy = .upowerDefault, night: NightWatch? = nil,
                 onReady: @escaping @Sendable () -> Void = {},
                 onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in }) {
+        self.night = night
         self.events = events
         self.powerOff = powerOff
         self.source = source
@@ -145,6 +147,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
     /// Folds the supplies into a state, records it, logs what changed. Returns whether to poll.
     private func evaluate(_ supplies: [String: RawPowerSupply], _ monitor: inout MonitorState) -> Bool {
         let now = clock.now()
+        night?.awake(at: now)
         let state = PowerState(raw: Array(supplies.values))
         if monitor.suspend.resumedSinceLastCheck() {
             monitor.estimator.reset()
@@ -181,7 +184,8 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
                 logger.error("cannot store battery sample", metadata: ["error": "\(error)"])
             }
         }
-        let status = BatteryStatus(state: state, drain: monitor.estimator.estimate(for: state), powerOff: powerOff)
+        let status = BatteryStatus(state: state, drain: monitor.estimator.estimate(for: state), powerOff: powerOff,
+                                   night: night?.outlook())
         var metadata: Logger.Metadata = [
             "level": "\(Int((state.level ?? 0).rounded()))",
             "status": "\(state.status.rawValue)",

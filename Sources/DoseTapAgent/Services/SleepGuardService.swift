@@ -25,13 +25,22 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
     private let status: WakeStatusFile.Recorder?
     private let clock: any WallClock
     private let logger: Logger
+    private let night: NightWatch?
+    private let beforeSleep: @Sendable () async -> Void
 
     /// - Parameters:
     ///   - connect: the system bus (the agent: `DBusConnection(bus: .system)`; tests: a private bus).
     ///   - nextWake: when the machine must next be awake (`Agent.nextWake`), or nil for nothing.
     ///   - status: where the finding is recorded for the command line (`WakeStatusFile`).
+    ///   - night: what the battery forecast learns of the machine's nights: the level on both sides of every
+    ///     suspend, whether the machine can wake itself, and logind's facts (lid, idle action, inhibitors).
+    ///   - beforeSleep: the re-check at `PrepareForSleep(true)`, awaited before the lock is released (the
+    ///     agent's: every alarm forecast asleep, and the nudge shown and sounded when one is at risk even so).
     public init(connect: @escaping @Sendable () throws -> DBusConnection, wake: any WakeAlarm, nextWake: @escaping @Sendable () -> Date?,
-                status: WakeStatusFile.Recorder? = nil, clock: any WallClock, logger: Logger) {
+                status: WakeStatusFile.Recorder? = nil, clock: any WallClock, logger: Logger, night: NightWatch? = nil,
+                beforeSleep: @escaping @Sendable () async -> Void = {}) {
+        self.night = night
+        self.beforeSleep = beforeSleep
         self.connect = connect
         self.wake = wake
         self.nextWake = nextWake
@@ -43,6 +52,7 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
     public func run() async throws {
         let capability = wake.capability()
         status?.record(capability, now: clock.now())
+        if case .success = capability { night?.update(canWake: true) } else { night?.update(canWake: false) }
         switch capability {
         case .success(let method):
             logger.info("wake from suspend: \(method)")
@@ -63,23 +73,40 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
             return
         }
         var lock = await takeLock(logind)
+        await readConditions(logind, canWake: capability)
         await withGracefulShutdownHandler {
             for await sleeping in sleeps {
                 if sleeping {
+                    night?.willSleep(at: clock.now())
+                    await beforeSleep()
                     prepareForSleep()
                     lock?.release()
                     lock = nil
                     logger.debug("sleep inhibitor released")
                 } else {
                     logger.info("resumed from suspend")
+                    night?.resumed(at: clock.now())
                     lock?.release()
                     lock = await takeLock(logind)
+                    await readConditions(logind, canWake: wake.capability())
                 }
             }
         } onGracefulShutdown: {
             connection.close()
         }
         lock?.release()
+    }
+
+    /// logind's facts for the battery forecast: the lid switch, the idle action, who blocks sleep.
+    private func readConditions(_ logind: LogindClient, canWake: Result<WakeMethod, WakeUnavailable>) async {
+        guard let night else { return }
+        var conditions = await logind.sleepConditions()
+        if case .success = canWake { conditions.canWake = true } else { conditions.canWake = false }
+        night.update(conditions: conditions)
+        if !conditions.sleepBlockedBy.isEmpty {
+            logger.info("sleep is blocked: the battery forecast assumes this machine stays awake",
+                        metadata: ["by": "\(conditions.sleepBlockedBy.joined(separator: ","))"])
+        }
     }
 
     private func takeLock(_ logind: LogindClient) async -> InhibitorLock? {
@@ -108,6 +135,7 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
             logger.notice("going to sleep: wake-up armed for \(at.rfc3339(in: clock.timeZone)) through \(method)")
         } catch let problem as WakeUnavailable {
             status?.record(.failure(problem), now: now)
+            night?.update(canWake: false)
             logger.warning("\(problem.message)")
         } catch {
             logger.error("going to sleep: cannot arm the wake-up for \(at.rfc3339(in: clock.timeZone))",

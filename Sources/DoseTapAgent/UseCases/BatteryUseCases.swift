@@ -10,6 +10,7 @@ public struct BatteryUseCases: Sendable {
     private let clock: any WallClock
     private let source: @Sendable () throws -> any PowerSupplySource
     private let powerOff: @Sendable () -> PowerOffPolicy
+    private let canWake: @Sendable (URL?) -> Bool
 
     /// - Parameters:
     ///   - source: the power supplies; by default the machine's, through udev.
@@ -17,7 +18,14 @@ public struct BatteryUseCases: Sendable {
     ///     (`/etc/UPower`, or `DOSETAP_UPOWER_DIR`), read when a status is taken.
     public init(store: DataStore, clock: any WallClock = SystemClock(),
                 source: @escaping @Sendable () throws -> any PowerSupplySource = { try UdevPowerSupplySource() },
-                powerOff: @escaping @Sendable () -> PowerOffPolicy = { UPowerConfigFiles.read().policy }) {
+                powerOff: @escaping @Sendable () -> PowerOffPolicy = { UPowerConfigFiles.read().policy },
+                canWake: @escaping @Sendable (URL?) -> Bool = { directory in
+                    directory.map { WakeCheck.problem(dataDirectory: $0) == nil } ?? {
+                        if case .success = LinuxWakeAlarm().capability() { return true }
+                        return false
+                    }()
+                }) {
+        self.canWake = canWake
         self.store = store
         self.clock = clock
         self.source = source
@@ -52,7 +60,20 @@ public struct BatteryUseCases: Sendable {
 
     private func status(at now: Date) throws -> BatteryStatus {
         let source = try source()
-        let history = try store.openForReading().map { BatterySampleRepository(database: $0) }
-        return try BatteryStatus.read(source: source, history: history, now: now, powerOff: powerOff())
+        let database = try store.openForReading()
+        let history = database.map { BatterySampleRepository(database: $0) }
+        return try BatteryStatus.read(source: source, history: history, now: now, powerOff: powerOff(),
+                                      night: Self.outlook(database: database, zone: clock.timeZone, canWake: canWake))
+    }
+
+    /// The nights the agent learned (nothing yet without a database), with tonight's facts: the agent's last
+    /// word on logind, and whether the machine can wake itself for the alarm (`canWake`: the running agent's
+    /// finding, else this process's own check).
+    static func outlook(database: DoseTapDatabase?, zone: TimeZone, canWake: @Sendable (URL?) -> Bool) -> NightOutlook {
+        let learning = database.flatMap { try? NightLearningRepository(database: $0).load() } ?? NightLearning()
+        var conditions = learning.conditions ?? NightConditions()
+        conditions.goingToSleep = false
+        conditions.canWake = canWake(database.map { URL(fileURLWithPath: $0.path).deletingLastPathComponent() })
+        return NightOutlook(learning: learning, conditions: conditions, timeZone: zone)
     }
 }

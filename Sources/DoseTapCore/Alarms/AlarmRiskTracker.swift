@@ -55,6 +55,12 @@ public struct AlarmRiskTracker: Sendable, Equatable {
         public var alarm: Alarm
         public var occurrence: Date
         public var nudge: Nudge
+
+        public init(alarm: Alarm, occurrence: Date, nudge: Nudge) {
+            self.alarm = alarm
+            self.occurrence = occurrence
+            self.nudge = nudge
+        }
     }
 
     public private(set) var marks: [Mark]

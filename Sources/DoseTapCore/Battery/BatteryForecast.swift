@@ -13,13 +13,19 @@ public struct BatteryForecast: Sendable, Equatable {
     public var nudge: Nudge?
     /// Why the forecast is incomplete or trivially safe, or nil.
     public var reason: String?
+    /// The night the number assumes (awake, asleep, or awake then asleep) and the drains it used; nil when
+    /// no drain was applied (on AC, no battery, level unknown).
+    public var assumption: NightAssumption?
 
     /// - Parameters:
     ///   - momentName: how the headline names the moment ("alarm", "reminder").
     ///   - powerOff: the machine's power-off level (UPower's `PercentageAction`, read by the caller): a
     ///     prediction at or below it is critical, and the nudge says so.
+    ///   - night: what the machine does until the moment (awake, asleep, both) and its drain asleep; nil: it
+    ///     stays awake, at `drain`, the seed's model.
     public static func make(state: PowerState, drain: DrainEstimate, at moment: Date, now: Date,
-                            momentName: String = "alarm", powerOff: PowerOffPolicy = .upowerDefault) -> BatteryForecast {
+                            momentName: String = "alarm", powerOff: PowerOffPolicy = .upowerDefault,
+                            night: NightOutlook? = nil) -> BatteryForecast {
         let hours = max(0, moment.timeIntervalSince(now) / 3600)
         var forecast = BatteryForecast(at: moment, hoursUntil: hours, level: state.level, drain: drain,
                                        charging: state.onAC, risk: nil, predictedLevel: nil, nudge: nil,
@@ -33,18 +39,35 @@ public struct BatteryForecast: Sendable, Equatable {
             forecast.reason = "the battery does not report its level"
             return forecast
         }
-        let rate: Double
         if state.onAC {
-            rate = 0
-        } else if let known = drain.percentPerHour {
-            rate = known
-        } else {
+            let input = RiskInput(level: level, drainPercentPerHour: 0, hours: hours, charging: true)
+            guard let prediction = try? RiskPredictor.predict(input) else {
+                forecast.reason = "the battery readings are out of range"
+                return forecast
+            }
+            forecast.risk = prediction.risk
+            forecast.predictedLevel = prediction.predictedLevel
+            return forecast
+        }
+        let assumption = night?.assume(now: now, moment: moment, awakeDrain: drain.percentPerHour,
+                                       wakesForIt: momentName == "alarm")
+            ?? NightAssumption(kind: .awake, sleepFrom: nil, awakeHours: hours, asleepHours: 0, ringingHours: 0,
+                               awakeDrain: drain.percentPerHour, asleepDrain: nil, asleepDrainLearned: false,
+                               because: "no night history")
+        guard let drop = assumption.drop else {
             forecast.reason = "the drain is not known yet: no hardware rate and not enough history"
             return forecast
         }
-        let input = RiskInput(level: level, drainPercentPerHour: rate, hours: hours, charging: state.onAC)
-        guard let prediction = try? RiskPredictor.predict(input, powerOffLevel: powerOff.level(drainPercentPerHour: rate)) else {
+        forecast.assumption = assumption
+        // The seed's arithmetic, with the drain of the night the machine will have: level − drain × hours.
+        let span = assumption.totalHours
+        let rate = span > 0 ? drop / span : 0
+        let input = RiskInput(level: level, drainPercentPerHour: rate, hours: span, charging: false)
+        // At the moment it rings the machine is awake: a power-off set by time left counts at the awake drain.
+        let offLevel = powerOff.level(drainPercentPerHour: assumption.awakeDrain ?? rate)
+        guard let prediction = try? RiskPredictor.predict(input, powerOffLevel: offLevel) else {
             forecast.reason = "the battery readings are out of range"
+            forecast.assumption = nil
             return forecast
         }
         forecast.risk = prediction.risk

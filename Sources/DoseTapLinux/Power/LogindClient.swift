@@ -30,6 +30,35 @@ public final class LogindClient: Sendable {
         return try InhibitorLock(reply: reply)
     }
 
+    /// What logind says of sleep tonight, for the battery forecast: `HandleLidSwitch`, `IdleAction` and
+    /// `IdleActionUSec`, and the programs holding a `sleep` inhibitor in block mode (the machine cannot
+    /// suspend while they do). Our own lock is a delay lock and never counts. A property logind does not
+    /// have (an old logind, the mock) is nil; a failed `ListInhibitors` is no blocker known.
+    public func sleepConditions(ownPID: Int = Int(ProcessInfo.processInfo.processIdentifier)) async -> NightConditions {
+        var conditions = NightConditions()
+        conditions.lidSwitch = await property("HandleLidSwitch")?.string.map { DisplayText.escaped($0, maxLength: 40) }
+        conditions.idleAction = await property("IdleAction")?.string.map { DisplayText.escaped($0, maxLength: 40) }
+        if let usec = await property("IdleActionUSec")?.int, usec > 0 { conditions.idleActionSeconds = Double(usec) / 1_000_000 }
+        if let reply = try? await connection.call(destination: Self.service, path: Self.path, interface: Self.interface,
+                                                  member: "ListInhibitors"),
+           let entries = reply.first?.array {
+            for entry in entries {
+                // (what, who, why, mode, uid, pid)
+                guard case .structure(let fields) = entry.unwrapped, fields.count == 6,
+                      let what = fields[0].string, let who = fields[1].string, let mode = fields[3].string else { continue }
+                let pid = fields[5].int
+                guard mode == "block", what.split(separator: ":").contains("sleep"), pid != ownPID else { continue }
+                conditions.sleepBlockedBy.append(DisplayText.escaped(who, maxLength: 40))
+            }
+        }
+        return conditions
+    }
+
+    private func property(_ name: String) async -> DBusValue? {
+        try? await connection.call(destination: Self.service, path: Self.path, interface: "org.freedesktop.DBus.Properties",
+                                   member: "Get", arguments: [.string(Self.interface), .string(name)]).first
+    }
+
     /// `PrepareForSleep`: true just before the machine suspends (the moment to arm the wake-up and release
     /// the lock), false after it resumed. Only logind's own signals count.
     public func prepareForSleep() async throws -> AsyncStream<Bool> {

@@ -27,7 +27,7 @@ public struct SuspendDetector: Sendable {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    static func offset() -> Double {
+    public static func offset() -> Double {
         seconds(CLOCK_BOOTTIME) - seconds(CLOCK_MONOTONIC)
     }
 }

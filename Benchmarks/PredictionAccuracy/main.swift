@@ -1,0 +1,104 @@
+// prediction-accuracy DIR [--json]
+//
+// Replays every `*.csv` battery trace of DIR (the format of shared/traces/README.md) through the Core
+// code the agent uses — readings, suspends and resumes as the agent sees them, what it learned carried
+// from night to night, nothing from the future — and scores three forecasts of each night side by side:
+// `awake-drain` (the drain of the last 45 minutes awake, all night), `upower` (time to empty from the
+// current rate) and `dosetap` (the night model). docs/performance.md, "Forecast accuracy on real nights".
+import DoseTapCore
+import Foundation
+
+func fail(_ message: String, status: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("prediction-accuracy: \(message)\n".utf8))
+    exit(status)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+let json = arguments.contains("--json")
+let verbose = arguments.contains("--cases")
+arguments.removeAll { $0 == "--json" || $0 == "--cases" }
+if let unknown = arguments.first(where: { $0.hasPrefix("-") }) {
+    fail("unknown option '\(DisplayText.escaped(unknown, maxLength: 40))' (usage: prediction-accuracy DIR [--json] [--cases])")
+}
+guard arguments.count == 1 else { fail("usage: prediction-accuracy DIR [--json] [--cases]") }
+let directory = URL(fileURLWithPath: arguments[0], isDirectory: true)
+
+var isDirectory: ObjCBool = false
+guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+    fail("\(DisplayText.escaped(directory.path, maxLength: 200)) is not a directory")
+}
+let names: [String]
+do {
+    names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".csv") }.sorted()
+} catch {
+    fail("cannot list \(DisplayText.escaped(directory.path, maxLength: 200)): \(error.localizedDescription)")
+}
+guard !names.isEmpty else { fail("no *.csv trace in \(DisplayText.escaped(directory.path, maxLength: 200))") }
+
+let started = Date()
+let replay = ForecastReplay()
+var all: [ForecastReplay.Outcome] = []
+var perFile: [(String, Int, [ForecastReplay.Outcome])] = []
+for name in names {
+    let text: String
+    do {
+        text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+    } catch {
+        fail("cannot read \(DisplayText.escaped(name, maxLength: 100)): not a UTF-8 text file")
+    }
+    let trace: BatteryTrace
+    do {
+        trace = try BatteryTrace.parse(text)
+    } catch {
+        fail("\(DisplayText.escaped(name, maxLength: 100)): \(error.description)")
+    }
+    for line in trace.skipped.prefix(5) {
+        FileHandle.standardError.write(Data("prediction-accuracy: \(DisplayText.escaped(name, maxLength: 100)): skipped \(line)\n".utf8))
+    }
+    let outcomes = replay.replay(trace).outcomes
+    perFile.append((name, trace.readings.count, outcomes))
+    all += outcomes
+}
+let elapsed = Date().timeIntervalSince(started)
+let scores = ForecastReplay.scores(all)
+
+func fixed(_ value: Double) -> String { String(format: "%.2f", value) }
+
+if json {
+    var methods: [String] = []
+    for method in ForecastReplay.Method.allCases {
+        let s = scores[method]?.all ?? .init()
+        methods.append("\"\(method.rawValue)\": {\"cases\": \(s.cases), \"sleepCases\": \(s.sleepCases), \"awakeCases\": \(s.awakeCases), "
+            + "\"mae\": \(fixed(s.mae)), \"falseCritical\": \(s.falseCritical), \"falseNudge\": \(s.falseNudge), "
+            + "\"missedRisk\": \(s.missedRisk), \"missedCritical\": \(s.missedCritical)}")
+    }
+    print("{\"methods\": {\(methods.joined(separator: ", "))}}")
+} else {
+    let readings = perFile.map(\.1).reduce(0, +)
+    print("Forecast accuracy on real nights: \(names.count) trace(s), \(readings) readings, replayed in \(fixed(elapsed)) s")
+    for (name, count, outcomes) in perFile {
+        let nights = Set(outcomes.map { "\($0.kind)\($0.target.timeIntervalSince1970)" }).count
+        print("  \(DisplayText.escaped(name, maxLength: 100)): \(count) readings, \(nights) night(s) scored")
+    }
+    print("")
+    let header = ["method", "nights", "cases", "MAE", "falseCritical", "falseNudge", "missedRisk", "missedCritical"]
+    print(header.joined(separator: "\t"))
+    for method in ForecastReplay.Method.allCases {
+        guard let s = scores[method] else { continue }
+        for (label, score) in [("all", s.all), ("sleep", s.sleep), ("awake", s.awake)] {
+            print([method.rawValue, label, "\(score.cases)", fixed(score.mae), "\(score.falseCritical)", "\(score.falseNudge)",
+                   "\(score.missedRisk)", "\(score.missedCritical)"].joined(separator: "\t"))
+        }
+    }
+    if verbose {
+        print("")
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        for outcome in all {
+            print([outcome.method.rawValue, outcome.kind.rawValue, formatter.string(from: outcome.at),
+                   formatter.string(from: outcome.target), "actual \(fixed(outcome.actual))", "predicted \(outcome.predicted)",
+                   outcome.risk.rawValue, outcome.assumption?.rawValue ?? "-"].joined(separator: "\t"))
+        }
+    }
+}
+FileHandle.standardError.write(Data("prediction-accuracy: replayed in \(fixed(elapsed)) s\n".utf8))
