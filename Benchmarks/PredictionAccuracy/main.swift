@@ -101,4 +101,4 @@ if json {
         }
     }
 }
-FileHandle.standardError.write(Data("prediction-accuracy: replayed in \(fixed(elapsed)) s\n".utf8))
+if json { FileHandle.standardError.write(Data("prediction-accuracy: replayed in \(fixed(elapsed)) s\n".utf8)) }

@@ -76,6 +76,9 @@ struct BatteryCommand: ParsableCommand {
         }
         if let risk = f.risk, let predicted = f.predictedLevel {
             printLine("\(risk.rawValue): estimated battery at alarm \(predicted)%")
+            if let assumption = f.assumption, f.nudge == nil {
+                printLine("Assuming: \(assumption.text(in: SystemTimeZone.current))")
+            }
         } else {
             printLine("\(f.risk?.rawValue ?? "unknown")" + (f.reason.map { ": \(DisplayText.escaped($0, maxLength: 200))" } ?? ""))
         }

@@ -44,4 +44,5 @@ func printNudge(_ nudge: Nudge) {
     printLine(nudge.headline)
     printLine(Terminal.colored(nudge.action, nudge.color.rawValue))
     if let powerOff = nudge.powerOff { printLine(powerOff) }
+    if let assumption = nudge.assumption { printLine("Assuming: \(assumption)") }
 }

@@ -6,7 +6,8 @@ extension AlarmView {
     /// `{id, time, label, repeat, enabled, nextAt, nudge}`; `nudge` is `{severity, header, headline, action}`
     /// (plus `powerOff` when the prediction is at or below the machine's power-off level) or null. An
     /// enabled alarm that cannot be predicted yet adds `"forecast": {"risk": "unknown", "reason": …}`
-    /// (its `nudge` stays null: unknown is not safe, and not a nudge either). An alarm with its own sound or
+    /// (its `nudge` stays null: unknown is not safe, and not a nudge either); a predicted one adds the
+    /// forecast with the night it assumes (`BatteryForecast.json`: `assumption`, the drains used). An alarm with its own sound or
     /// vibration adds `sound`/`haptics`; one whose latest occurrence was missed adds `missedAt`.
     public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
         var fields: [(String, JSON)] = [
@@ -20,6 +21,8 @@ extension AlarmView {
         ]
         if let cannotPredict {
             fields.append(("forecast", .object([("risk", .string("unknown")), ("reason", .string(cannotPredict))])))
+        } else if let made = forecast?.forecastJSON(in: timeZone) {
+            fields.append(("forecast", made))
         }
         // Its own sound and vibration, only when set (else the `alarm` event's).
         if let sound = alarm.sound { fields.append(("sound", .string(sound))) }
@@ -33,6 +36,7 @@ extension AlarmView {
     public var detailLines: [String] {
         if let nudge {
             return ["\(nudge.header): \(nudge.oneLine)"] + (nudge.powerOff.map { [$0] } ?? [])
+                + (nudge.assumption.map { ["Assuming: \($0)"] } ?? [])
         }
         if let cannotPredict {
             return ["Cannot predict the battery at this alarm yet: \(DisplayText.escaped(cannotPredict, maxLength: 200))"]

@@ -14,6 +14,8 @@ public struct AlarmView: Sendable, Equatable {
     /// For an enabled alarm whose battery cannot be predicted yet (the drain is not known): why. Such an
     /// alarm is not "safe" — it says it cannot predict yet. nil when predicted (at risk or safe) or off.
     public var cannotPredict: String?
+    /// The battery forecast at the next occurrence, when it could be made (with the night it assumes).
+    public var forecast: BatteryForecast?
 
     public init(alarm: Alarm, nextAt: Date?, nudge: Nudge?, cannotPredict: String? = nil, missedAt: Date? = nil) {
         self.alarm = alarm
@@ -305,12 +307,15 @@ public struct AlarmUseCases: Sendable {
         let next = alarm.nextOccurrence(after: now, in: clock.timeZone)
         var nudge: Nudge?
         var cannotPredict: String?
+        var made: BatteryForecast?
         if let next, let status, status.state.present {
             let forecast = status.forecast(at: next, now: now)
             nudge = forecast.nudge
-            if forecast.risk == nil { cannotPredict = forecast.reason ?? "the battery cannot be predicted" }
+            if forecast.risk == nil { cannotPredict = forecast.reason ?? "the battery cannot be predicted" } else { made = forecast }
         }
-        return AlarmView(alarm: alarm, nextAt: next, nudge: nudge, cannotPredict: cannotPredict)
+        var shown = AlarmView(alarm: alarm, nextAt: next, nudge: nudge, cannotPredict: cannotPredict)
+        shown.forecast = made
+        return shown
     }
 
     /// Runs one change on the database already opened, then tells subscribers.

@@ -73,6 +73,9 @@ public struct BatteryForecast: Sendable, Equatable {
         forecast.risk = prediction.risk
         forecast.predictedLevel = prediction.predictedLevel
         forecast.nudge = Nudge.forPrediction(prediction, moment: momentName, policy: powerOff)
+        if let night {
+            forecast.nudge?.assumption = assumption.text(momentName: momentName, in: night.timeZone)
+        }
         return forecast
     }
 }

@@ -19,8 +19,13 @@ public struct Nudge: Sendable, Equatable {
     /// When the prediction is at or below the level where the machine stops itself: that fact, e.g.
     /// "This machine powers itself off at 2%." — an extra line; header, headline and action stay the seed's.
     public var powerOff: String?
+    /// The night the number assumes, for a person: "if this machine sleeps from about 23:10 until the alarm
+    /// wakes it" (#24); nil for the seed's model alone.
+    public var assumption: String?
 
-    public init(severity: Severity, header: String, headline: String, action: String, color: Color, powerOff: String? = nil) {
+    public init(severity: Severity, header: String, headline: String, action: String, color: Color, powerOff: String? = nil,
+                assumption: String? = nil) {
+        self.assumption = assumption
         self.severity = severity
         self.header = header
         self.headline = headline
@@ -55,5 +60,8 @@ public struct Nudge: Sendable, Equatable {
     public var oneLine: String { "\(headline) — \(action)" }
 
     /// The one line and, when there is one, the power-off fact: a notification's body.
-    public var fullText: String { powerOff.map { "\(oneLine) \($0)" } ?? oneLine }
+    public var fullText: String {
+        let base = powerOff.map { "\(oneLine) \($0)" } ?? oneLine
+        return assumption.map { "\(base) (\($0))" } ?? base
+    }
 }

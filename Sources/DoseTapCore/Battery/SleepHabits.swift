@@ -149,7 +149,8 @@ public struct SleepHabits: Sendable, Equatable, Codable {
             return .awake(because: "it has not shown yet when it sleeps (\(waits.count) of \(Self.minimumNights) nights)")
         }
         let sorted = waits.sorted()
-        let wait = sorted[min(sorted.count - 1, Int((Self.quantile * Double(sorted.count)).rounded(.up)) - 1)]
+        // More than `quantile` of the nights at or before it: with one evening in five awake all night, awake.
+        let wait = sorted[min(sorted.count - 1, Int(Self.quantile * Double(sorted.count)))]
         if wait == Int.max { return .awake(because: "on some evenings like this it stayed awake all night") }
         let from = max(now, base.addingTimeInterval(Double(at + wait) * 60))
         if from >= moment { return .awake(because: "it is seldom asleep by then") }
