@@ -39,6 +39,7 @@ let started = Date()
 let replay = ForecastReplay()
 var all: [ForecastReplay.Outcome] = []
 var perFile: [(String, Int, [ForecastReplay.Outcome])] = []
+var richest = NightLearning()
 for name in names {
     let text: String
     do {
@@ -55,7 +56,9 @@ for name in names {
     for line in trace.skipped.prefix(5) {
         FileHandle.standardError.write(Data("prediction-accuracy: \(DisplayText.escaped(name, maxLength: 100)): skipped \(line)\n".utf8))
     }
-    let outcomes = replay.replay(trace).outcomes
+    let (outcomes, learned) = replay.replay(trace)
+    if learned.sleepDrain.observations.count + learned.habits.nights.count
+        > richest.sleepDrain.observations.count + richest.habits.nights.count { richest = learned }
     perFile.append((name, trace.readings.count, outcomes))
     all += outcomes
 }
@@ -90,6 +93,26 @@ if json {
                    "\(score.missedRisk)", "\(score.missedCritical)"].joined(separator: "\t"))
         }
     }
+    // What one forecast costs the agent at a battery reading, with the fullest history learned here (the
+    // agent forecasts each enabled alarm at each reading).
+    let zone = TimeZone(identifier: "UTC")!
+    let outlook = NightOutlook(learning: richest, conditions: NightConditions(), timeZone: zone)
+    let state = PowerState(raw: [RawPowerSupply(name: "BAT0", attributes: [
+        "type": "Battery", "present": "1", "status": "Discharging", "energy_now": "60000000", "energy_full": "100000000",
+    ])])
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    let rounds = 20_000
+    var checksum = 0
+    let costStart = Date()
+    for i in 0..<rounds {
+        let f = BatteryForecast.make(state: state, drain: DrainEstimate(percentPerHour: 12, source: .history),
+                                     at: now.addingTimeInterval(Double(3600 + i % 36_000)), now: now, night: outlook)
+        checksum &+= f.predictedLevel ?? 0
+    }
+    let perForecast = Date().timeIntervalSince(costStart) / Double(rounds) * 1e6
+    print("")
+    print("One forecast with the night model (\(richest.sleepDrain.observations.count) sleeps, \(richest.habits.nights.count) evenings learned): "
+          + "\(String(format: "%.1f", perForecast)) µs (checksum \(checksum))")
     if verbose {
         print("")
         let formatter = ISO8601DateFormatter()

@@ -107,7 +107,8 @@ struct AlarmUseCasesTests {
                                                                 drain: DrainEstimate(percentPerHour: nil, source: .unknown)))
         let safe = try plugged.add(.init(time: "06:30"))
         #expect(safe.nudge == nil && safe.cannotPredict == nil && safe.detailLines.isEmpty)
-        #expect(!safe.json(in: clock.timeZone).text.contains("forecast"))
+        // The forecast itself is data (#24): safe on AC, no night assumed (no drain applied), and no nudge.
+        #expect(safe.json(in: clock.timeZone).text.contains(#""nudge":null,"forecast":{"risk":"safe","predictedLevel":80}"#))
     }
 
     @Test("several alarms: only the at-risk ones carry a nudge, every tier at once")

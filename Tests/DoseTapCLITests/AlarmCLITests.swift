@@ -7,6 +7,12 @@ import Testing
 /// `dosetap alarm …` through the real binary, on recorded batteries (umockdev) and a fixed clock (faketime).
 @Suite("dosetap alarm (the real binary)")
 struct AlarmCLITests {
+    /// The output without its "Assuming: …" lines (#24; their text depends on whether this machine can wake itself).
+    static func withoutAssumption(_ out: String) -> String {
+        out.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("Assuming: ") }.joined(separator: "\n")
+    }
+
     @Test("add on a draining battery: the id, the next occurrence and the critical nudge; the list keeps it")
     func addAtRisk() async throws {
         let cli = try CLI()
@@ -27,13 +33,20 @@ struct AlarmCLITests {
         #expect(nudge["action"] as? String == "Plug in now.")
         // 0 % is at or below the power-off level (UPower's default 2 % here: no UPower.conf): said as an extra key.
         #expect(nudge["powerOff"] as? String == "This machine powers itself off at 2%.")
-        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "powerOff"])
+        // The night it assumes (#24): a new machine has not shown when it sleeps, so awake all the way.
+        #expect((nudge["assumption"] as? String)?.hasPrefix("if this machine stays awake until the alarm (") == true)
+        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "powerOff", "assumption"])
+        let forecast = try #require(a["forecast"] as? [String: Any])
+        #expect(forecast["assumption"] as? String == "awake")
+        #expect(forecast["risk"] as? String == "critical")
+        #expect(forecast["asleepDrain"] is NSNull)
 
-        // Text: the line, then the nudge and the power-off fact.
+        // Text: the line, then the nudge, the power-off fact and the assumption.
         let text = try await cli.run(["alarm", "list"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
         #expect(text.exitCode == 0, "\(text.err)")
-        #expect(text.out == "1  06:30  daily  \"Work\"  next Sun 2026-11-01 06:30\n   Alarm at Risk: Estimated battery at alarm: 0% — Plug in now.\n"
+        #expect(Self.withoutAssumption(text.out) == "1  06:30  daily  \"Work\"  next Sun 2026-11-01 06:30\n   Alarm at Risk: Estimated battery at alarm: 0% — Plug in now.\n"
             + "   This machine powers itself off at 2%.\n")
+        #expect(text.out.contains("\n   Assuming: if this machine stays awake until the alarm ("))
     }
 
     /// ac-offline: 62 % at 11.898 %/h. 21:00 → 01:50 is 4.83 h: 62 − 57.5 = 4.49 → 4 %.
@@ -42,12 +55,12 @@ struct AlarmCLITests {
         let cli = try CLI()
         // No UPower configuration: 2 %; 4 % is critical by the tiers, no power-off line.
         let plain = try await cli.run(["alarm", "add", "01:50"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        #expect(plain.out == "Added alarm: 1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
+        #expect(Self.withoutAssumption(plain.out) == "Added alarm: 1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
             + "Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n", "\(plain.err)")
         // PercentageAction=4 with CriticalPowerAction=PowerOff: at the level.
         try cli.writeUPower("[UPower]\nPercentageLow=20\nPercentageCritical=5\nPercentageAction=4\nCriticalPowerAction=PowerOff\n")
         let at = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        #expect(at.out == "1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
+        #expect(Self.withoutAssumption(at.out) == "1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
             + "   Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n   This machine powers itself off at 4%.\n", "\(at.err)")
         // A drop-in lowers it to 3: just above, no power-off line; `battery --alarm` uses the same value.
         try cli.writeUPower(nil, dropIns: ["50-local.conf": "[UPower]\nPercentageAction=3\n"])
@@ -55,7 +68,7 @@ struct AlarmCLITests {
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(above.out.utf8)) as? [[String: Any]])
         let nudge = try #require(listed.first?["nudge"] as? [String: Any])
         #expect(nudge["severity"] as? String == "critical")
-        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action"])
+        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "assumption"])
         // A later drop-in (by name) raises it to 4.5 and names hibernation; the battery command agrees.
         try cli.writeUPower(nil, dropIns: ["60-more.conf": "[UPower]\nPercentageAction=4.5\nCriticalPowerAction=Hibernate\n"])
         let battery = try await cli.run(["battery", "--alarm", "01:50", "--json"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
@@ -114,7 +127,9 @@ struct AlarmCLITests {
         #expect(list.exitCode == 0, "\(list.err)")
         let all = try #require(try JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
         #expect(all.map { $0["id"] as? Int } == [1, 2])
-        #expect(all.map { Array($0.keys).sorted() } == Array(repeating: ["enabled", "id", "label", "nextAt", "nudge", "repeat", "time"], count: 2))
+        // The enabled one carries its forecast (with the night it assumes); the one that is off does not.
+        #expect(all.map { Array($0.keys).sorted() } == [["enabled", "forecast", "id", "label", "nextAt", "nudge", "repeat", "time"],
+                                                          ["enabled", "id", "label", "nextAt", "nudge", "repeat", "time"]])
         // 05:30 on a draining battery 8.5 h away: at risk now; the one that is off: nothing.
         #expect(all[0]["nudge"] is [String: Any])
         #expect(all[1]["nudge"] is NSNull)

@@ -150,7 +150,7 @@ struct NightForecastTests {
         let alarm = Self.at("2026-10-21 06:30:00")
         let six = Self.habits(onsets: Array(repeating: "23:00", count: 6), firstNight: 13)
         #expect(six.plan(now: now, moment: alarm, conditions: .init(), in: Self.zone)
-            == .awake(because: "it has not shown yet when it sleeps (6 of 7 nights)"))
+            == .awake(because: "6 of the 7 nights needed to learn when it sleeps"))
         let seven = Self.habits(onsets: Array(repeating: "23:00", count: 7), firstNight: 13)
         #expect(seven.plan(now: now, moment: alarm, conditions: .init(), in: Self.zone)
             == .sleeps(from: Self.at("2026-10-20 23:00:00"), because: "as on most evenings"))
@@ -184,7 +184,7 @@ struct NightForecastTests {
         // At 23:40 only the 7 nights still awake then count: 30…90 minutes more; the 6th of 7: 80 minutes.
         #expect(late == Self.at("2026-10-21 01:00:00"))
         #expect(habits.plan(now: Self.at("2026-10-21 01:30:00"), moment: alarm, conditions: .init(), in: Self.zone)
-            == .awake(because: "it has not shown yet when it sleeps (0 of 7 nights)"))
+            == .awake(because: "0 of the 7 nights needed to learn when it sleeps"))
     }
 
     @Test("a machine that cannot wake for the alarm, or that another program keeps awake, is planned awake; going to sleep is asleep now")
@@ -252,7 +252,7 @@ struct NightForecastTests {
         #expect(f.nudge?.header == "Low Battery Warning")
         #expect(f.nudge?.headline == "Estimated battery at alarm: 14%")
         #expect(f.nudge?.assumption == "if this machine sleeps from about 23:10 until the alarm wakes it")
-        #expect(f.nudge?.fullText == "Estimated battery at alarm: 14% — Consider plugging in. (if this machine sleeps from about 23:10 until the alarm wakes it)")
+        #expect(f.nudge?.fullText == "Estimated battery at alarm: 14% — Consider plugging in. Assuming: if this machine sleeps from about 23:10 until the alarm wakes it.")
     }
 
     @Test("caution stays: a borderline night rounds down to the higher risk (20.999 → warning; 21 → safe)")

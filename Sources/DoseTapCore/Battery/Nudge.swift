@@ -62,6 +62,6 @@ public struct Nudge: Sendable, Equatable {
     /// The one line and, when there is one, the power-off fact: a notification's body.
     public var fullText: String {
         let base = powerOff.map { "\(oneLine) \($0)" } ?? oneLine
-        return assumption.map { "\(base) (\($0))" } ?? base
+        return assumption.map { "\(base) Assuming: \($0)." } ?? base
     }
 }

@@ -146,7 +146,7 @@ public struct SleepHabits: Sendable, Equatable, Codable {
             return slept == Int.max ? Int.max : slept - at
         }
         guard waits.count >= Self.minimumNights else {
-            return .awake(because: "it has not shown yet when it sleeps (\(waits.count) of \(Self.minimumNights) nights)")
+            return .awake(because: "\(waits.count) of the \(Self.minimumNights) nights needed to learn when it sleeps")
         }
         let sorted = waits.sorted()
         // More than `quantile` of the nights at or before it: with one evening in five awake all night, awake.
