@@ -56,13 +56,8 @@ struct AgentProcessTests {
     func noBattery() async throws {
         let cli = try CLI()
         let (exe, argv) = cli.command(["agent"], scenario: "no-battery", fakeTime: nil)
-        let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(),
-                                              input: .none, output: .discarded, error: .string(limit: 1 << 20)) { execution in
-            try await Task.sleep(for: .seconds(2))
-            try execution.send(signal: .terminate)
-        }
-        #expect(result.terminationStatus == .exited(0))
-        let log = result.standardError
+        let (status, log) = try await untilReady(exe, argv, environment: cli.environment())
+        #expect(status == .exited(0))
         #expect(log.components(separatedBy: "no system battery found").count == 2, "\(log)")
         // The supplies it did find are named (the fixture's mains adapter), never an empty `supplies=`.
         #expect(log.contains("supplies=ADP1") && log.firstMatch(of: #/supplies=(\s|$)/#) == nil, "\(log)")
@@ -123,13 +118,8 @@ struct AgentProcessTests {
         let cli = try CLI()
         let hostile = cli.home.appendingPathComponent("conf\u{1B}]0;pwned\u{07}\u{1B}[2J")
         let (exe, argv) = cli.command(["agent"], scenario: "no-battery", fakeTime: nil)
-        let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(extra: ["XDG_CONFIG_HOME": hostile.path]),
-                                              input: .none, output: .discarded, error: .string(limit: 1 << 20)) { execution in
-            try await Task.sleep(for: .seconds(2))
-            try execution.send(signal: .terminate)
-        }
-        #expect(result.terminationStatus == .exited(0))
-        let log = result.standardError
+        let (status, log) = try await untilReady(exe, argv, environment: cli.environment(extra: ["XDG_CONFIG_HOME": hostile.path]))
+        #expect(status == .exited(0))
         #expect(log.contains("conf\\x1b]0;pwned\\x07\\x1b[2J/dosetap/config.toml"), "\(log.debugDescription)")
         #expect(!log.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(log.debugDescription)")
     }
@@ -268,4 +258,21 @@ func sendSignal(_ signal: Int32, toAgentIn cli: CLI) throws {
         return
     }
     throw FixtureError("no agent running for \(cli.home.path)")
+}
+
+/// Runs the agent until it says it is ready (a loaded machine may take more than the few seconds an idle
+/// one does), lets it run half a second more, stops it with SIGTERM; its exit status and whole log.
+func untilReady(_ exe: Executable, _ argv: [String], environment: Environment) async throws -> (TerminationStatus, String) {
+    let buffer = LineBuffer()
+    let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: environment,
+                                          input: .none, output: .discarded, error: .sequence) { execution in
+        let reader = Task {
+            for try await line in execution.standardError.strings() { buffer.append(line) }
+        }
+        _ = await buffer.wait(for: "agent ready", timeout: 60)
+        try await Task.sleep(for: .milliseconds(500))
+        try execution.send(signal: .terminate)
+        _ = try? await reader.value
+    }
+    return (result.terminationStatus, buffer.all.joined(separator: "\n"))
 }

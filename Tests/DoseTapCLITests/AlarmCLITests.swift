@@ -76,12 +76,12 @@ struct AlarmCLITests {
         #expect(forecast["risk"] as? String == "critical")
         #expect((forecast["nudge"] as? [String: Any])?["powerOff"] as? String == "This machine hibernates at 4.5%.")
         let text = try await cli.run(["alarm", "on", "1"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        #expect(text.out.hasSuffix("This machine hibernates at 4.5%.\n"), "\(text.out)")
+        #expect(Self.withoutAssumption(text.out).hasSuffix("This machine hibernates at 4.5%.\n"), "\(text.out)")
         // Garbage in UPower.conf.d: ignored, the earlier values count (4.5 % of 60-more.conf stays).
         try cli.writeUPower(nil, dropIns: ["70-bad.conf": "[UPower]\nPercentageAction=NaN\n"])
         let garbage = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
         #expect(garbage.exitCode == 0)
-        #expect(garbage.out.hasSuffix("   This machine hibernates at 4.5%.\n"), "\(garbage.out)")
+        #expect(Self.withoutAssumption(garbage.out).hasSuffix("   This machine hibernates at 4.5%.\n"), "\(garbage.out)")
     }
 
     @Test("unknown drain: an enabled alarm says it cannot predict yet (text and JSON); nudge stays null; off says nothing")
