@@ -64,7 +64,7 @@ struct NightWatchTests {
                 battery.set(77.6)
                 try await MockLogind.emit(c, [.bool(false)])
                 #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).count == 1 }, "night \(night)")
-                #expect(try await MockLogind.eventually { watch.learning.sleepDrain.observations.count == night + 1 })
+                #expect(await MockLogind.eventually { watch.learning.sleepDrain.observations.count == night + 1 })
                 clock.set(clock.now().addingTimeInterval(16 * 3600))
             }
         }
@@ -98,6 +98,24 @@ struct NightWatchTests {
         #expect(watch.resumed(at: clock.now().addingTimeInterval(10 * 3600)) == .ignored("on external power"))
         #expect(watch.resumed(at: clock.now().addingTimeInterval(11 * 3600)) == nil, "a resume without a suspend seen")
         #expect(try repository.load().sleepDrain.observations.isEmpty)
+    }
+
+    @Test("a reading after a resume the sleep guard has not reported yet does not count the night as awake")
+    func readingBeforeResumeReport() {
+        let offset = Mutex<Double>(0)
+        let watch = NightWatch(learning: NightLearning(), save: { _ in }, battery: { nil }, suspendOffset: { offset.withLock { $0 } },
+                               zone: { Self.zone }, logger: Logger(label: "t") { _ in InMemoryLogHandler() })
+        watch.awake(at: localDate("2026-11-23 22:00:00", Self.zone))
+        offset.withLock { $0 += 9 * 3600 } // asleep 22:00 → 07:00
+        watch.awake(at: localDate("2026-11-24 07:00:00", Self.zone))
+        let night = watch.learning.habits.nights.first { $0.night == "2026-11-23" }
+        #expect(night?.awakeUntil == 240, "awake until 22:00, not through the night: \(String(describing: night))")
+        // Without a suspend in between, the same two readings are one awake stretch.
+        let awake = NightWatch(learning: NightLearning(), save: { _ in }, battery: { nil }, suspendOffset: { 0 }, zone: { Self.zone },
+                               logger: Logger(label: "t") { _ in InMemoryLogHandler() })
+        awake.awake(at: localDate("2026-11-23 22:00:00", Self.zone))
+        awake.awake(at: localDate("2026-11-24 07:00:00", Self.zone))
+        #expect(awake.learning.habits.nights.first { $0.night == "2026-11-23" }?.awakeUntil == 720)
     }
 
     @Test("PrepareForSleep(true) with an alarm at risk even asleep: the nudge plays while the lock is still held; a safe one plays nothing")
@@ -141,7 +159,7 @@ struct NightWatchTests {
             // 5 %: at risk even asleep. The nudge plays with the lock still held, then the grace, then release.
             battery.set(5)
             try await MockLogind.emit(c, [.bool(true)])
-            #expect(try await MockLogind.eventually { played.withLock { $0.count == 1 } })
+            #expect(await MockLogind.eventually { played.withLock { $0.count == 1 } })
             await clock.waitForSleepers(1)
             #expect(try await MockLogind.inhibitors(c).count == 1, "still held during the grace")
             clock.advance(by: SleepRecheck.grace)
@@ -168,7 +186,7 @@ struct NightWatchTests {
                                                  night: watch)
             let running = Task { try await guardService.run() }
             defer { running.cancel() }
-            #expect(try await MockLogind.eventually { watch.outlook().conditions.sleepBlockedBy == ["Totem"] })
+            #expect(await MockLogind.eventually { watch.outlook().conditions.sleepBlockedBy == ["Totem"] })
             #expect(watch.outlook().conditions.idleAction == "ignore")
             withExtendedLifetime(lock) {}
         }

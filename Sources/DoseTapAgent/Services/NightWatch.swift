@@ -16,6 +16,8 @@ public final class NightWatch: Sendable {
         var learning: NightLearning
         /// When the machine was last seen awake by this process (nil: not since start, or asleep since).
         var lastAwake: Date?
+        /// The suspend offset when it was last seen awake: grown since, the machine slept in between.
+        var lastAwakeOffset: Double = 0
         var lastSaved: Date?
         var pending: Pending?
         var conditions = NightConditions()
@@ -92,9 +94,13 @@ public final class NightWatch: Sendable {
 
     /// The machine is awake at `now` (a battery reading, an event).
     public func awake(at now: Date) {
+        let offset = suspendOffset()
         let toSave = state.withLock { state -> NightLearning? in
-            state.learning.habits.awake(at: now, since: state.lastAwake, in: zone())
+            // A suspend the sleep guard has not reported yet (a reading right after resume) breaks the stretch.
+            let continuous = state.lastAwake != nil && offset - state.lastAwakeOffset < 5
+            state.learning.habits.awake(at: now, since: continuous ? state.lastAwake : nil, in: zone())
             state.lastAwake = now
+            state.lastAwakeOffset = offset
             if let saved = state.lastSaved, now.timeIntervalSince(saved) < Self.saveInterval, now >= saved { return nil }
             state.lastSaved = now
             return state.learning
@@ -125,6 +131,7 @@ public final class NightWatch: Sendable {
             defer {
                 state.pending = nil
                 state.lastAwake = now
+                state.lastAwakeOffset = offset
                 state.lastSaved = now
             }
             guard let pending = state.pending else {
