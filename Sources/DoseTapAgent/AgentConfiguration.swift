@@ -376,14 +376,8 @@ public struct AlertCommandSource: Sendable, Equatable {
     /// The percentage remaining in a program's output: its first number (digits, with a decimal point),
     /// 0…100; nil when there is none or it is out of range.
     public static func remaining(in output: String) -> Double? {
-        // Colour codes (ESC [ 31 m) carry digits that are not the percentage: left out.
-        var plain = String.UnicodeScalarView()
-        var it = output.unicodeScalars.makeIterator()
-        while let scalar = it.next() {
-            guard scalar == "\u{1b}" else { plain.append(scalar); continue }
-            guard let next = it.next(), next == "[" else { continue }
-            while let c = it.next(), !(c.properties.isAlphabetic && c.isASCII) {}
-        }
+        // Escape sequences carry digits that are not the percentage (ESC [ 31 m, ESC ] 0;title BEL): left out whole.
+        let plain = TerminalText.plain(output).unicodeScalars
         let scalars = plain[...]
         guard let start = scalars.firstIndex(where: { ("0"..."9").contains($0) }) else { return nil }
         do {

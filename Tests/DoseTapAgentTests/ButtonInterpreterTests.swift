@@ -26,6 +26,25 @@ struct ButtonInterpreterTests {
         return (ButtonInterpreter(buttons: [button], logger: Logger(label: "t") { _ in logs }), logs)
     }
 
+    /// #25 §7: each new stranger address added an entry and a log line, for ever (+58 MB after 280,000).
+    @Test("100,000 stranger addresses: what is remembered stays bounded, and the log gets at most 20 lines an hour and a count")
+    func strangersBounded() throws {
+        let (i, logs) = try interpreter()
+        for n in 0..<100_000 {
+            let address = String(format: "C0:%02X:%02X:%02X:00:01", (n >> 16) & 0xFF, (n >> 8) & 0xFF, n & 0xFF)
+            // One advert every 36 ms: 100,000 in an hour.
+            #expect(i.interpret(advert([0x40, 0x00, 0x07, 0x3A, 0x01], at: Double(n) * 0.036, address: address)).intents.isEmpty)
+        }
+        #expect(i.rememberedStrangers == ButtonInterpreter.strangersKept)
+        let lines = logs.entries.filter { $0.message.description == "ignored a BTHome advert from a button that was not added" }
+        #expect(lines.count == ButtonInterpreter.strangerLinesPerHour)
+        // The next hour opens with the count of what was not logged.
+        _ = i.interpret(advert([0x40, 0x00, 0x07, 0x3A, 0x01], at: 3700, address: "C1:00:00:00:00:01"))
+        #expect(logs.entries.contains { $0.message.description == "ignored BTHome adverts from 99980 more addresses that were not added (not logged one by one)" })
+        // The owner's own button still works.
+        #expect(i.interpret(advert([0x40, 0x00, 0x07, 0x3A, 0x01], at: 3701)).intents.map(\.gesture) == [.single])
+    }
+
     @Test("a press is a single → take; the same packet again is nothing; the battery is reported")
     func press() throws {
         let (i, _) = try interpreter()

@@ -215,12 +215,16 @@ struct ConfigurationTests {
 
     @Test("a command's output: the first number is the percentage remaining, 0…100", arguments: [
         ("42\n", 42.0), ("12.5%", 12.5), ("battery.charge: 100", 100), ("0", 0), ("3 of 4 left", 3), ("7.", 7), ("\u{1b}[1;32m58\u{1b}[0m%", 58),
+        // #25 §10: an OSC (a window title) with digits before the figure was read as 0 %, a false critical alert.
+        ("\u{1b}]0;ups 0 status\u{07}87% left", 87), ("\u{1b}]2;title 3\u{1b}\\64%", 64), ("\u{9d}0;x 1\u{9c}55", 55),
+        ("\u{1b}P1$r0m\u{1b}\\42", 42), ("\u{1b}(B\u{1b}[?25l71", 71), ("\u{1b}[38;5;196m\u{1b}[1m33\u{1b}[m", 33),
     ] as [(String, Double)])
     func remaining(output: String, value: Double) {
         #expect(AlertCommandSource.remaining(in: output) == value)
     }
 
-    @Test("no usable percentage", arguments: ["", "none", "-5", "101", "١٢", "nan", "inf", "\u{1b}[31m"])
+    @Test("no usable percentage", arguments: ["", "none", "-5", "101", "١٢", "nan", "inf", "\u{1b}[31m",
+                                              "\u{1b}]0;87% left", "\u{1b}]0;87\u{07}"])
     func noRemaining(output: String) {
         #expect(AlertCommandSource.remaining(in: output) == nil)
     }

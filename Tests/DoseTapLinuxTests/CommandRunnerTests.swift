@@ -28,6 +28,35 @@ struct CommandRunnerTests {
         await #expect(throws: CommandError("no program to run")) { try await runner.output(of: [], timeout: 10) }
     }
 
+    /// #25 §9: a command that exits left its background children running for ever (+9 per interval).
+    @Test("a command that exits leaves nothing behind: its background children end with the run")
+    func backgroundChildren() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-bg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let pidFile = dir.appendingPathComponent("child.pid").path
+        // A shell here is the program under test: it starts a detached child (its output elsewhere), then answers.
+        let output = try await runner.output(of: ["/bin/sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > \(pidFile); echo 87"], timeout: 10)
+        #expect(output == "87\n")
+        let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        // Gone, or a zombie waiting for its new parent: not running.
+        var alive = true
+        for _ in 0..<100 where alive {
+            alive = Self.running(pid)
+            if alive { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(!alive, "the background child \(pid) outlived the run")
+        if alive { kill(pid, SIGKILL) }
+    }
+
+    /// True while `pid` exists and is not a zombie.
+    static func running(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(close, offsetBy: 2)...].prefix(1)
+        return state != "Z" && state != "X"
+    }
+
     @Test("a hung command is killed at its timeout, with the processes it started")
     func hung() async throws {
         // A duration no other process uses: the sleep's own command line names it.

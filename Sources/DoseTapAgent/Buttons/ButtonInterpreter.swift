@@ -30,6 +30,13 @@ public final class ButtonInterpreter: @unchecked Sendable {
     private var states: [String: BTHomeDeviceState] = [:]
     private var lastHold: [String: Date] = [:]
     private var logged: Set<String> = []
+    /// Strangers (BTHome adverts from addresses not added): a cheap transmitter can rotate through
+    /// thousands of addresses an hour. At most `strangerLinesPerHour` lines an hour, then one line saying
+    /// how many were not logged; at most `strangersKept` addresses remembered (the oldest forgotten first).
+    private var strangers = RecentAddresses(capacity: ButtonInterpreter.strangersKept)
+    private var strangerWindow: (start: Date, lines: Int, suppressed: Int)?
+    public static let strangersKept = 256
+    public static let strangerLinesPerHour = 20
     private let logger: Logger
 
     public init(buttons: [ButtonConfig], logger: Logger) {
@@ -71,8 +78,7 @@ public final class ButtonInterpreter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let button = buttons[advert.address], button.kind == .bthome else {
-            logOnce("unknown:\(advert.address)", "ignored a BTHome advert from a button that was not added",
-                    ["address": "\(advert.address)"])
+            logStranger(advert)
             return Outcome()
         }
         var state: BTHomeDeviceState
@@ -138,8 +144,61 @@ public final class ButtonInterpreter: @unchecked Sendable {
         ])
     }
 
+    /// A stranger's advert: logged once per address among the recent ones, within the hourly budget.
+    private func logStranger(_ advert: BLEAdvert) {
+        guard strangers.insert(advert.address) else { return }
+        let now = advert.receivedAt
+        var window = strangerWindow ?? (now, 0, 0)
+        if now.timeIntervalSince(window.start) >= 3600 || now < window.start {
+            if window.suppressed > 0 {
+                logger.notice("ignored BTHome adverts from \(window.suppressed) more addresses that were not added (not logged one by one)")
+            }
+            window = (now, 0, 0)
+        }
+        if window.lines < Self.strangerLinesPerHour {
+            window.lines += 1
+            logger.notice("ignored a BTHome advert from a button that was not added", metadata: ["address": "\(advert.address)"])
+        } else {
+            window.suppressed += 1
+        }
+        strangerWindow = window
+    }
+
+    /// How many stranger addresses are remembered now (for tests: bounded whatever the radio sends).
+    public var rememberedStrangers: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return strangers.count
+    }
+
     private func logOnce(_ key: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {
         guard logged.insert(key).inserted else { return }
         logger.notice(message, metadata: metadata)
+    }
+}
+
+/// A set of the most recent addresses, at most `capacity` (the oldest forgotten first).
+struct RecentAddresses {
+    let capacity: Int
+    private var order: [String] = []
+    private var members: Set<String> = []
+    private var head = 0
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    var count: Int { members.count }
+
+    /// True when `address` was not among the recent ones (it is now).
+    mutating func insert(_ address: String) -> Bool {
+        guard !members.contains(address) else { return false }
+        if order.count < capacity {
+            order.append(address)
+        } else {
+            members.remove(order[head])
+            order[head] = address
+            head = (head + 1) % capacity
+        }
+        members.insert(address)
+        return true
     }
 }

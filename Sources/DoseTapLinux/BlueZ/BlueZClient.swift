@@ -98,6 +98,8 @@ public final class BlueZClient: Sendable {
         let changed = try await connection.signals(DBusMatchRule(sender: Self.service, pathNamespace: "/org/bluez",
                                                                  interface: "org.freedesktop.DBus.Properties",
                                                                  member: "PropertiesChanged", arg0: "org.bluez.Device1"))
+        let removed = try await connection.signals(DBusMatchRule(sender: Self.service, interface: "org.freedesktop.DBus.ObjectManager",
+                                                                 member: "InterfacesRemoved"))
         // Any process on the system bus may send a signal with BlueZ's paths: only bluetoothd's count. (The
         // caller starts again when org.bluez gets a new owner.)
         let owner = await self.owner()
@@ -126,9 +128,17 @@ public final class BlueZClient: Sendable {
             }
             continuation.finish()
         }
+        let r = Task {
+            for await message in removed {
+                guard message.sender == owner, case .interfacesRemoved(let path, let interfaces)? = try? BlueZSignal.decode(message),
+                      interfaces.contains("org.bluez.Device1") else { continue }
+                addresses.forget(path: path)
+            }
+        }
         continuation.onTermination = { _ in
             a.cancel()
             c.cancel()
+            r.cancel()
         }
         return stream
     }
@@ -140,13 +150,24 @@ public final class BlueZClient: Sendable {
     }
 
     /// Remembers each device path's address (PropertiesChanged carries only what changed).
+    /// The address of each device object seen (BlueZ sends `Address` only when the object appears). At most
+    /// `capacity` entries, and an object removed (`InterfacesRemoved`) is forgotten: a transmitter rotating
+    /// through random addresses must not grow it for ever; a forgotten path falls back to its name.
     final class AddressBook: @unchecked Sendable {
+        static let capacity = 4096
         private let lock = NSLock()
         private var byPath: [String: String] = [:]
+        var count: Int { lock.lock(); defer { lock.unlock() }; return byPath.count }
+        func forget(path: String) {
+            lock.lock()
+            defer { lock.unlock() }
+            byPath[path] = nil
+        }
         func address(path: String, properties: [String: DBusValue]) -> String? {
             lock.lock()
             defer { lock.unlock() }
             if let a = properties["Address"]?.string, let n = BluetoothAddress.canonical(a) {
+                if byPath[path] == nil, byPath.count >= Self.capacity { byPath.removeAll(keepingCapacity: true) }
                 byPath[path] = n
                 return n
             }

@@ -27,6 +27,8 @@ public final class DesktopNotifications: Sendable {
 
     public let connection: DBusConnection
     private let logger: Logger
+    /// Whether the server reads the body as markup (`body-markup` in `GetCapabilities`), once known.
+    private let bodyMarkup = Mutex<Bool?>(nil)
 
     public init(connection: DBusConnection, logger: Logger = Logger(label: "dosetap.notifications")) {
         self.connection = connection
@@ -59,9 +61,12 @@ public final class DesktopNotifications: Sendable {
         if let soundName { hints["sound-name"] = .string(soundName) }
         if suppressSound { hints["suppress-sound"] = .bool(true) }
         if urgency == .critical { hints["resident"] = .bool(true) }
+        // A body can carry an alarm's label or a device's name: on a server that reads markup, `<a href=…>` or
+        // `<img src=…>` in it would be a link or a fetch. Shown as the text it is.
+        let shown = await readsMarkup() ? Self.escapedMarkup(body) : body
         let reply = try await connection.call(
             destination: Self.name, path: Self.path, interface: Self.name, member: "Notify",
-            arguments: [.string("DoseTap"), .uint32(0), .string("appointment-soon"), .string(title), .string(body),
+            arguments: [.string("DoseTap"), .uint32(0), .string("appointment-soon"), .string(title), .string(shown),
                         .strings(actions.flatMap { [$0.key, $0.label] }), .vardict(hints),
                         .int32(urgency == .critical ? 0 : -1)],
             timeout: timeout)
@@ -69,6 +74,33 @@ public final class DesktopNotifications: Sendable {
             throw DBusError(name: "org.dosetap.Error.BadReply", message: "Notify returned \(reply)")
         }
         return UInt32(id)
+    }
+
+    /// True when the server reads the body as markup — or when it cannot say (escaping then costs at most
+    /// a visible `&amp;`; not escaping could turn a forged label into a link).
+    func readsMarkup() async -> Bool {
+        if let known = bodyMarkup.withLock({ $0 }) { return known }
+        guard let reply = try? await connection.call(destination: Self.name, path: Self.path, interface: Self.name,
+                                                     member: "GetCapabilities", timeout: .seconds(2)),
+              let capabilities = reply.first?.array?.compactMap(\.string) else { return true }
+        let markup = capabilities.contains("body-markup")
+        bodyMarkup.withLock { $0 = markup }
+        return markup
+    }
+
+    /// The body as text under the notification spec's markup: `&`, `<` and `>` as entities.
+    public static func escapedMarkup(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for c in text {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            default: out.append(c)
+            }
+        }
+        return out
     }
 
     public func close(id: UInt32) async throws {

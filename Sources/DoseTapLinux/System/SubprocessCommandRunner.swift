@@ -13,7 +13,9 @@ public struct CommandError: Error, Sendable, Equatable, CustomStringConvertible 
 
 /// `CommandRunner` with swift-subprocess: the program is found on `PATH` (or given by path), never run
 /// through a shell, in a process group of its own; at the timeout the whole group is killed (a script's
-/// `sleep` as well, or its output pipe would stay open). The timeout waits on the scheduling port.
+/// `sleep` as well, or its output pipe would stay open), and after every run whatever is left of the group
+/// is killed too (a background child must not outlive the run, nor the agent). The timeout waits on the
+/// scheduling port.
 public struct SubprocessCommandRunner: CommandRunner {
     private let clock: any Scheduling
     public static let outputLimit = 64 * 1024
@@ -47,8 +49,12 @@ public struct SubprocessCommandRunner: CommandRunner {
                     }
                 }
                 timer.cancel()
-                return (String(decoding: bytes, as: UTF8.self), await timer.value)
+                return (String(decoding: bytes, as: UTF8.self), await timer.value, pid)
             }
+            // The command is done (or killed): whatever it left behind in its group — a background child, a
+            // daemon it started — ends with it, every run, or each interval would add more for ever. The group
+            // outlives its leader only through such children, so its number cannot have been handed on.
+            Self.endGroup(result.closureResult.2)
             if result.closureResult.1 {
                 throw CommandError("\(program) ran longer than \(Int(timeout)) s and was killed")
             }
@@ -63,5 +69,11 @@ public struct SubprocessCommandRunner: CommandRunner {
             throw CommandError("\(program) failed (\(status))")
         }
         return output
+    }
+
+    /// SIGKILL to what is left of process group `pgid` (ESRCH, none left, is the common case).
+    static func endGroup(_ pgid: pid_t) {
+        guard pgid > 1 else { return }
+        kill(-pgid, SIGKILL)
     }
 }
