@@ -73,12 +73,18 @@ extension WebCommand {
 
     struct Open: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Open the dashboard in this machine's browser, already paired ($BROWSER, else xdg-open).")
+            abstract: "Open the dashboard in this machine's browser, already paired ($BROWSER, else xdg-open).",
+            discussion: """
+                The browser is handed a page only you can read (in $XDG_RUNTIME_DIR/dosetap, mode 0600) that leads it \
+                to the one-time pairing link; the link itself never appears on a command line, which every user \
+                of the machine can read in /proc.
+                """)
 
         @OptionGroup var location: LocationOptions
 
         func run() throws {
             let (url, _) = try pairingLink(location: location, host: nil, loopback: true)
+            let page = try failing { try PairingPage.write(url: url) }
             let environment = ProcessInfo.processInfo.environment
             var candidates: [[String]] = []
             if let browser = environment["BROWSER"], !browser.isEmpty {
@@ -89,7 +95,7 @@ extension WebCommand {
                 guard let executable = findExecutable(argv[0]) else { continue }
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = Array(argv.dropFirst()) + [url]
+                process.arguments = Array(argv.dropFirst()) + [page.absoluteString]
                 do {
                     try process.run()
                     process.waitUntilExit()
@@ -137,5 +143,73 @@ enum NetworkAddresses {
             return text
         }
         return nil
+    }
+}
+
+/// The page `web open` hands the browser (#25 §5): a file only this user can read, that sends the browser on to
+/// the pairing link. On the browser's command line (world-readable in `/proc/PID/cmdline`) a link that pairs by
+/// itself was redeemed first by another local user; a file path pairs nothing.
+enum PairingPage {
+    /// Older pages than this are removed (their code expired anyway).
+    static let lifetime: TimeInterval = 10 * 60
+
+    /// Writes the page into a folder only this user may enter and returns its `file://` URL.
+    static func write(url: String, now: Date = Date()) throws -> URL {
+        let folder = try privateFolder()
+        removeStale(in: folder, now: now)
+        var random = [UInt8](repeating: 0, count: 12)
+        for i in random.indices { random[i] = UInt8.random(in: 0...255) }
+        let name = "pair-" + random.map { String(format: "%02x", $0) }.joined() + ".html"
+        let path = folder.appendingPathComponent(name).path
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError("cannot write the pairing page \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let escaped = url.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        let html = """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+            <meta http-equiv="refresh" content="0;url=\(escaped)"><title>DoseTap</title></head>
+            <body><p><a href="\(escaped)">Open the DoseTap dashboard</a></p></body></html>
+
+            """
+        let bytes = Array(html.utf8)
+        guard fchmod(fd, 0o600) == 0, bytes.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+            unlink(path)
+            throw CLIError("cannot write the pairing page \(path): \(String(cString: strerror(errno)))")
+        }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// `$XDG_RUNTIME_DIR/dosetap` (a tmpfs of this user's, gone at logout), else a folder of our own in the
+    /// temporary directory; created 0700, and refused when it is not ours or others may enter it.
+    static func privateFolder() throws -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        var base = environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        if let candidate = base {
+            var info = stat()
+            if stat(candidate, &info) != 0 || info.st_uid != getuid() || info.st_mode & 0o077 != 0 { base = nil }
+        }
+        let folder = base.map { "\($0)/dosetap" } ?? "\(NSTemporaryDirectory())/dosetap-\(getuid())"
+        if mkdir(folder, 0o700) != 0, errno != EEXIST {
+            throw CLIError("cannot create \(folder): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else {
+            throw CLIError("\(folder) is not a folder of yours: the pairing page is not written there")
+        }
+        if info.st_mode & 0o077 != 0, chmod(folder, 0o700) != 0 {
+            throw CLIError("\(folder) is open to others and cannot be closed: the pairing page is not written there")
+        }
+        return URL(fileURLWithPath: folder, isDirectory: true)
+    }
+
+    static func removeStale(in folder: URL, now: Date) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        for name in names where name.hasPrefix("pair-") && name.hasSuffix(".html") {
+            let path = folder.appendingPathComponent(name).path
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > lifetime { unlink(path) }
+        }
     }
 }

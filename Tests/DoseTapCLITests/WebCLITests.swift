@@ -42,17 +42,35 @@ struct WebCLITests {
         #expect(invalid.exitCode == 1 && invalid.err.contains("is not an IPv4 address"))
     }
 
-    @Test("web open: the browser of $BROWSER gets the loopback link; without one the link is printed")
+    @Test("web open: the browser of $BROWSER gets a page only the user can read that leads to the loopback link; without one the link is printed")
     func open() async throws {
         let cli = try CLI()
         let script = cli.home.appendingPathComponent("browser.sh")
-        try "#!/bin/sh\necho \"$1\" > \"\(cli.home.path)/opened\"\n".write(to: script, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\necho \"$*\" > \"\(cli.home.path)/opened\"\n".write(to: script, atomically: true, encoding: .utf8)
         chmod(script.path, 0o755)
-        let r = try await cli.run(["web", "open"], env: ["BROWSER": script.path])
-        #expect(r.exitCode == 0 && r.out == "Opened the dashboard in a browser.\n")
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let r = try await cli.run(["web", "open"], env: ["BROWSER": script.path, "XDG_RUNTIME_DIR": runtime.path])
+        #expect(r.exitCode == 0 && r.out == "Opened the dashboard in a browser.\n", "\(r.err)")
         let opened = try String(contentsOf: cli.home.appendingPathComponent("opened"), encoding: .utf8)
-        #expect(opened.hasPrefix("http://127.0.0.1:8765/pair?code="))
-        let none = try await cli.run(["web", "open"], env: ["BROWSER": "/nonexistent/browser", "PATH": "/nonexistent"])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // #25 §5: the code was on the browser's command line, readable in /proc by every local user.
+        #expect(!opened.contains("code="), "\(opened)")
+        #expect(opened.hasPrefix("file://\(runtime.path)/dosetap/pair-") && opened.hasSuffix(".html"), "\(opened)")
+        let page = try #require(URL(string: opened))
+        var info = stat()
+        #expect(stat(page.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(stat(page.deletingLastPathComponent().path, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        let html = try String(contentsOf: page, encoding: .utf8)
+        #expect(html.contains("http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:8765/pair?code="))
+        // A runtime folder others may enter is not used.
+        let open = cli.home.appendingPathComponent("open")
+        try FileManager.default.createDirectory(at: open, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
+        chmod(open.path, 0o777)
+        _ = try await cli.run(["web", "open"], env: ["BROWSER": script.path, "XDG_RUNTIME_DIR": open.path])
+        let second = try String(contentsOf: cli.home.appendingPathComponent("opened"), encoding: .utf8)
+        #expect(!second.contains(open.path) && !second.contains("code="), "\(second)")
+        let none = try await cli.run(["web", "open"], env: ["BROWSER": "/nonexistent/browser", "PATH": "/nonexistent", "XDG_RUNTIME_DIR": runtime.path])
         #expect(none.exitCode == 0 && none.out.contains("No browser could be started") && none.out.contains("/pair?code="))
     }
 }
