@@ -8,7 +8,7 @@ struct WebCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "web",
         abstract: "The local web dashboard: pair a browser or a phone.",
-        subcommands: [Link.self, Open.self]
+        subcommands: [Link.self, Open.self, Revoke.self]
     )
 }
 
@@ -68,6 +68,22 @@ extension WebCommand {
                 printLine(qr.terminalText(ansi: isatty(STDOUT_FILENO) == 1))
             }
             if let note { printLine(note) }
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Sign every browser out at once (after a lost phone or a stolen cookie): a new web secret.",
+            discussion: """
+                Every session and every pairing code not yet used stop working at once, in the running agent too (no \
+                restart). Pair again with dosetap web link or dosetap web open.
+                """)
+
+        @OptionGroup var location: DataOptions
+
+        func run() throws {
+            try failing { try WebSecret.revoke(dataDirectory: location.paths.dataDirectory) }
+            printLine("Signed every browser out: each must pair again (dosetap web link, or dosetap web open on this machine).")
         }
     }
 

@@ -73,4 +73,19 @@ struct WebCLITests {
         let none = try await cli.run(["web", "open"], env: ["BROWSER": "/nonexistent/browser", "PATH": "/nonexistent", "XDG_RUNTIME_DIR": runtime.path])
         #expect(none.exitCode == 0 && none.out.contains("No browser could be started") && none.out.contains("/pair?code="))
     }
+
+    @Test("web revoke: a new web-secret (0600), said in one line")
+    func revoke() async throws {
+        let cli = try CLI()
+        _ = try await cli.run(["web", "link", "--no-qr"])
+        let file = cli.dataDirectory.appendingPathComponent("web-secret")
+        let before = try String(contentsOf: file, encoding: .utf8)
+        let r = try await cli.run(["web", "revoke"])
+        #expect(r.exitCode == 0 && r.out == "Signed every browser out: each must pair again (dosetap web link, or dosetap web open on this machine).\n",
+                "\(r.err)")
+        let after = try String(contentsOf: file, encoding: .utf8)
+        #expect(after != before && after.count == 65)
+        var info = stat()
+        #expect(stat(file.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
 }

@@ -72,4 +72,37 @@ public enum InstallSecret {
         }
         throw LoadError(description: "cannot read \(path)")
     }
+
+    /// Replaces the secret with a new one at once (a new file renamed over the old: a reader sees the old or
+    /// the new, never a half-written one). What it signed no longer verifies.
+    public static func replace(dataDirectory: URL, fileName: String = InstallSecret.fileName) throws(LoadError) {
+        let path = dataDirectory.appendingPathComponent(fileName).path
+        do {
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw LoadError(description: "cannot create \(dataDirectory.path): \(error.localizedDescription)")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let temporary = path + ".new-\(getpid())"
+        unlink(temporary)
+        let created = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard created >= 0 else { throw LoadError(description: "cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        let text = Array((HexBytes.string(bytes, uppercase: false) + "\n").utf8)
+        let written = text.withUnsafeBytes { write(created, $0.baseAddress, $0.count) }
+        let synced = fsync(created) == 0
+        close(created)
+        guard written == text.count, synced, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw LoadError(description: "cannot replace \(path): \(reason)")
+        }
+        // The rename is durable once the folder is synced.
+        let folder = open(dataDirectory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
 }

@@ -1,19 +1,89 @@
 import Crypto
 import DoseTapLinux
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The per-install secret of the dashboard: 32 random bytes in `web-secret` beside the database (mode
 /// 0600). Pairing codes, session cookies and CSRF tokens are signed with it, so the command line
-/// (`dosetap web link`) and the agent agree without talking to each other, and deleting the file signs
-/// every browser out.
+/// (`dosetap web link`) and the agent agree without talking to each other.
+///
+/// Loaded from its folder, it follows the file (#25 §6): `dosetap web revoke` replaces it and every session
+/// ends at once, in the running agent too; a deleted file is made anew (and also signs everyone out) rather
+/// than leaving the agent on the old one while `web link` signs with a new one. A file that can no longer be
+/// used (made readable by others, garbage) verifies nothing until it is fixed: closed, not the old secret.
 public struct WebSecret: Sendable {
     public static let fileName = "web-secret"
-    private let bytes: [UInt8]
+    private let fixed: [UInt8]?
+    private let follower: Follower?
 
-    public init(bytes: [UInt8]) { self.bytes = bytes }
+    public init(bytes: [UInt8]) {
+        fixed = bytes
+        follower = nil
+    }
+
+    private init(follower: Follower) {
+        fixed = nil
+        self.follower = follower
+    }
+
+    /// The bytes now: the fixed ones, or the file's (read again when it changed since the last look).
+    var bytes: [UInt8] { fixed ?? follower?.current() ?? [] }
+
+    /// Replaces the folder's secret (`dosetap web revoke`): every pairing code and session signed before no
+    /// longer verifies, in the running agent as well.
+    public static func revoke(dataDirectory: URL) throws(LoadError) {
+        do {
+            try InstallSecret.replace(dataDirectory: dataDirectory, fileName: fileName)
+        } catch {
+            throw LoadError(description: error.description)
+        }
+    }
+
+    /// The file, looked at (one `stat`) whenever the secret is used; read again when its identity changed.
+    final class Follower: Sendable {
+        struct Seen: Equatable {
+            var device: UInt64
+            var inode: UInt64
+            var modified: Int64
+            var size: Int64
+        }
+
+        let directory: URL
+        private let state: Mutex<(seen: Seen?, bytes: [UInt8])>
+
+        init(directory: URL, bytes: [UInt8]) {
+            self.directory = directory
+            state = Mutex((Self.look(directory), bytes))
+        }
+
+        static func look(_ directory: URL) -> Seen? {
+            var info = stat()
+            guard stat(directory.appendingPathComponent(WebSecret.fileName).path, &info) == 0 else { return nil }
+            return Seen(device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
+                        modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec), size: Int64(info.st_size))
+        }
+
+        func current() -> [UInt8] {
+            let now = Self.look(directory)
+            if let known = state.withLock({ $0.seen == now && now != nil ? $0.bytes : nil }) { return known }
+            // Changed, replaced or deleted: read it again (made anew when deleted).
+            let bytes: [UInt8]
+            do {
+                bytes = try InstallSecret.loadOrCreate(dataDirectory: directory, fileName: WebSecret.fileName, kind: "DoseTap web secret",
+                                                       deleting: "sign every browser out")
+            } catch {
+                // Unusable: nothing verifies (a fresh random key, never written, for this look only).
+                var generator = SystemRandomNumberGenerator()
+                return (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            }
+            let seen = Self.look(directory)
+            state.withLock { $0 = (seen, bytes) }
+            return bytes
+        }
+    }
 
     public struct LoadError: Error, CustomStringConvertible {
         public var description: String
@@ -24,8 +94,9 @@ public struct WebSecret: Sendable {
     public static func loadOrCreate(dataDirectory: URL) throws(LoadError) -> WebSecret {
         // The same rules as the exports' install secret: one loader for every such 32-byte file.
         do {
-            return WebSecret(bytes: try InstallSecret.loadOrCreate(dataDirectory: dataDirectory, fileName: fileName,
-                                                                   kind: "DoseTap web secret", deleting: "sign every browser out"))
+            let bytes = try InstallSecret.loadOrCreate(dataDirectory: dataDirectory, fileName: fileName,
+                                                       kind: "DoseTap web secret", deleting: "sign every browser out")
+            return WebSecret(follower: Follower(directory: dataDirectory, bytes: bytes))
         } catch {
             throw LoadError(description: error.description)
         }
