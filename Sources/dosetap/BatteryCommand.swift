@@ -49,6 +49,12 @@ struct BatteryCommand: ParsableCommand {
             } else if !state.onAC {
                 printLine("Drain: not known yet (no hardware rate and not enough history)")
             }
+            if let night = status.night {
+                let sleep = night.learning.sleepDrain.estimate
+                printLine(sleep.learned
+                    ? "Asleep: \(sleep.percentPerHour.rounded(places: 2)) %/h + \(sleep.fixed.rounded(places: 1)) points a sleep (learned from \(sleep.observations) suspends)"
+                    : "Asleep: \(sleep.percentPerHour.rounded(places: 1)) %/h assumed until 3 suspends are seen (\(sleep.observations) so far)")
+            }
         } else {
             printLine("No system battery: this machine runs on external power.")
         }

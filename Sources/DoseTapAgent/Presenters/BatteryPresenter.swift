@@ -67,6 +67,18 @@ extension BatteryStatus {
             ("hoursToEmpty", .optional(hoursToEmpty)),
         ]
         if let rate = state.rateW { system.append(("rateW", .number(rate.rounded(places: 3)))) }
+        if let night {
+            // What this machine taught of its nights (#24): its drain asleep (a line: fixed points per sleep plus a
+            // rate), how many suspends and evenings it learned from.
+            let sleep = night.learning.sleepDrain.estimate
+            system.append(("asleep", .object([
+                ("percentPerHour", .number(sleep.percentPerHour.rounded(places: 3))),
+                ("pointsPerSleep", .number(sleep.fixed.rounded(places: 3))),
+                ("learned", .bool(sleep.learned)),
+                ("suspends", .int(sleep.observations)),
+                ("evenings", .int(night.learning.habits.nights.count)),
+            ])))
+        }
         let supplies: [JSON] = state.supplies.map { s in
             var fields: [(String, JSON)] = [
                 ("name", .string(s.name)),
