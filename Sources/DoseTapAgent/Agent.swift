@@ -124,7 +124,8 @@ public enum Agent {
         let household = HouseholdService(
             identity: identity, database: database, broker: broker,
             delivery: BackupDelivery(http: AsyncHTTPOutbound(), clock: TimerFDScheduler.shared, wording: .init(household: identity.name),
-                                     pushTokenFile: configuration.current.pushTokenFile, phone: configuration.current.phone, logger: logger),
+                                     pushTokenFile: configuration.current.pushTokenFile, pushServer: configuration.current.pushServer,
+                                     phone: configuration.current.phone, logger: logger),
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
             stopPrimary: { id in alarms.currentRing?.alarmID == id && alarms.stop(by: .household) },
             statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold())

@@ -66,6 +66,9 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         var online: Bool
         var seenAt: Date
         var heartbeat: Date?
+        /// Seen online in the household (this run), then gone: when. A survivor sends only for such an owner.
+        var departedAt: Date?
+        var seenOnline = false
     }
 
     private struct Pending {
@@ -287,9 +290,14 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         switch message {
         case .peer(let device, let presence):
             let changed = state.withLock { s -> Bool in
-                let was = s.peers[device]?.online
-                s.peers[device] = Peer(online: presence.isOnline, seenAt: now,
-                                       heartbeat: presence.at.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? s.peers[device]?.heartbeat)
+                let before = s.peers[device]
+                let was = before?.online
+                var peer = Peer(online: presence.isOnline, seenAt: now,
+                                heartbeat: presence.at.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? before?.heartbeat)
+                peer.seenOnline = presence.isOnline || before?.seenOnline == true
+                // Gone: seen online, now offline (the last will, or a clean stop). Back online: not gone.
+                peer.departedAt = presence.isOnline ? nil : (before?.online == true ? now : before?.departedAt)
+                s.peers[device] = peer
                 // Our own last will from an earlier run (or a broker that lost us): say we are here.
                 if device == identity.device, !presence.isOnline, s.connected { s.nextHeartbeat = nil }
                 return was != presence.isOnline
@@ -442,7 +450,9 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             let view = HouseholdCascade.View(
                 me: identity.device, occurrences: try repository.occurrences(), answers: try repository.answers(),
                 done: try repository.slots(), claims: state.withLock { $0.claims },
-                online: state.withLock { s in Set(s.peers.filter { $0.value.online }.map(\.key)) })
+                online: state.withLock { s in Set(s.peers.filter { $0.value.online }.map(\.key)) },
+                departed: state.withLock { s in s.peers.compactMapValues { $0.seenOnline ? $0.departedAt : nil } },
+                callable: delivery.householdNumbers)
             let (decisions, next) = HouseholdCascade.decide(view, now: now)
             if let next { wake.append(next) }
             for decision in decisions {
@@ -471,6 +481,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         }
         let backups = AlarmBackupRepository(database: database)
         var plans: [Int: PlanMessage] = [:]
+        var targets: [Int: [BackupTarget]] = [:]
         for alarm in alarms where alarm.enabled {
             guard let stored = try? backups.backups(alarmID: alarm.id), stored.enabled, !stored.targets.isEmpty else { continue }
             var occurrences: [Int64] = []
@@ -481,7 +492,9 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
                 cursor = next
             }
             guard !occurrences.isEmpty else { continue }
+            // Published without the secrets of a push URL (`BackupTarget.published`); kept here with them.
             plans[alarm.id] = PlanMessage(label: alarm.label, time: "\(alarm.time)", occurrences: occurrences, targets: stored.targets)
+            targets[alarm.id] = stored.targets
         }
         let (published, republish) = state.withLock { s in (s.published, s.republish) }
         let ids = Set(plans.keys).union(published.keys)
@@ -490,7 +503,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             let before = published[id] ?? nil
             guard republish || plan != before || published[id] == nil else { continue }
             do {
-                let known = plan.map { KnownPlan(label: $0.label, time: $0.time, occurrences: $0.occurrences, targets: $0.targets.compactMap { try? BackupTarget(parsing: $0) }) }
+                let known = plan.map { KnownPlan(label: $0.label, time: $0.time, occurrences: $0.occurrences, targets: targets[id] ?? []) }
                 try repository.applyPlan(owner: identity.device, alarmID: id, known, now: now)
             } catch {
                 logger.error("cannot keep our household plan", metadata: ["error": "\(error)"])
@@ -547,6 +560,10 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
                 guard let ring = try repository.startRing(slot, label: occurrence.label, time: occurrence.time, at: now) else { return }
                 await begin(ring, round: round)
             case .send(let slot, let occurrence, let target):
+                if occurrence.key.owner != identity.device, case .phone(let number) = target, !delivery.householdNumbers.contains(number) {
+                    logOnce("call|\(number)", "not calling \(target.displayName) for \(occurrence.key.owner): not in phone.household_numbers")
+                    return
+                }
                 let before = try repository.slots()[slot]
                 guard try repository.mark(slot, .sent, expecting: before == .claimed ? .claimed : nil, at: now) else { return }
                 let claim = ClaimMessage(by: identity.device, at: Int64(now.timeIntervalSince1970.rounded(.down)), state: .claimed)

@@ -130,12 +130,13 @@ public struct PlanMessage: Sendable, Equatable, Codable {
     public var occurrences: [Int64]
     public var targets: [String]
 
+    /// The targets as the household may read them (`BackupTarget.published`: no secret of a push URL).
     public init(label: String, time: String, occurrences: [Int64], targets: [BackupTarget]) {
         v = 1
         self.label = label
         self.time = time
         self.occurrences = occurrences
-        self.targets = targets.map(\.description)
+        self.targets = targets.map(\.published.description)
     }
 }
 
