@@ -21,7 +21,7 @@ public enum PrivateBroker {
         pattern read  dosetap/\(household)/#
         pattern write dosetap/\(household)/peer/%u
         pattern write dosetap/\(household)/plan/%u/#
-        pattern write dosetap/\(household)/answer/#
+        pattern write dosetap/\(household)/answer/%u/#
         pattern write dosetap/\(household)/claim/#
         """
     }

@@ -7,7 +7,8 @@ import Foundation
 import Testing
 
 /// Issue #25 against a real mosquitto on loopback with a user per device and the ACL of docs/household.md:
-/// a member's own plan cannot spend another device's money or leak its token.
+/// a member's own plan cannot spend another device's money or leak its token, a forged Stop silences
+/// nothing.
 extension HouseholdServiceTests {
     static let topicLevel = HouseholdTopic.slug("Jen's family")
     static let members = ["jen-laptop", "bedroom-pi", "kitchen", "garage"]
@@ -78,5 +79,53 @@ extension HouseholdServiceTests {
             try await until("the owner to push") { h.owner.http.urls == [secretURL] }
             stopAll(h)
         }
+    }
+
+    @Test("#25 finding 2: a Stop forged by a member — for the coming occurrence, or in the owner's name while it rings — silences nothing")
+    func forgedStopByMember() async throws {
+        try await PrivateBroker.run(users: Self.members, acl: PrivateBroker.householdACL(Self.topicLevel)) { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen"], users: true)
+            let forger = try await connectedClient("kitchen", broker: broker)
+            let t = key(0)
+            func stop(_ topic: String, by: String, at: Int64) throws {
+                try forger.publish("dosetap/\(Self.topicLevel)/\(topic)", HouseholdMessage.encode(AnswerMessage(by: by, at: at, target: nil)), retain: true)
+            }
+            // Ten minutes ahead: Stops of the coming occurrence, dated after it, in every name, on every topic tried.
+            for by in ["jen-laptop", "bedroom-pi", "kitchen"] {
+                try stop("answer/jen-laptop/1/\(t)/stop", by: by, at: t + 1)
+                try stop("answer/kitchen/jen-laptop/1/\(t)/stop", by: by, at: t + 1)
+                try stop("answer/\(by)/jen-laptop/1/\(t)/stop", by: by, at: t + 1)
+            }
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring despite the Stops sent in advance") { h.bedroom.rang == [key(2)] }
+
+            // While the owner's alarm rings: a Stop in the owner's name, now.
+            let now = Int64(h.clock.now().timeIntervalSince1970)
+            try stop("answer/jen-laptop/1/\(t)/stop", by: "jen-laptop", at: now)
+            try stop("answer/kitchen/jen-laptop/1/\(t)/stop", by: "jen-laptop", at: now)
+            // Messages of one publisher arrive in order: once this plan is kept, the forged Stops were handled.
+            try forger.publish(HouseholdTopic.plan(owner: "kitchen", alarmID: 9).topic(household: Self.topicLevel),
+                               HouseholdMessage.encode(PlanMessage(label: "Sync", time: "05:00", occurrences: [t + 86_400],
+                                                                   targets: [.device("bedroom-pi")])), retain: false)
+            for member in [h.owner, h.bedroom] {
+                try await until("\(member.name) to handle the forged messages") { occurrences(member, owner: "kitchen").count == 1 }
+            }
+            #expect(h.owner.primaryStops.value.isEmpty, "the owner's alarm was stopped by a forged Stop")
+            for member in h.all {
+                let forged = ((try? HouseholdRepository(database: member.database).answers()) ?? []).filter { $0.kind == .stop }
+                #expect(forged.isEmpty, "\(member.name) kept a forged Stop: \(forged)")
+            }
+            try await run(h, to: Self.at(4.1))
+            #expect(h.kitchen.rang == [key(4)], "the cascade went on")
+            forger.disconnect()
+            stopAll(h)
+        }
+    }
+
+    @Test("#25: the ACL of docs/household.md is the one these tests give the broker")
+    func documentedACL() throws {
+        let docs = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/household.md"), encoding: .utf8)
+        let documented = docs.split(separator: "\n").map(String.init).filter { $0.hasPrefix("pattern ") }
+        #expect(documented == PrivateBroker.householdACL("jen-s-family").split(separator: "\n").map(String.init))
     }
 }

@@ -254,9 +254,9 @@ struct HouseholdServiceTests {
             let topic = HouseholdTopic.slug("Jen's family")
             let known = OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0))
             let unknown = OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0) + 7 * 86_400 + 60)
-            try mallory.publish(HouseholdTopic.answer(known, kind: .stop).topic(household: topic),
+            try mallory.publish(HouseholdTopic.answer(known, kind: .stop, by: "mallory").topic(household: topic),
                                 HouseholdMessage.encode(AnswerMessage(by: "mallory", at: key(0) + 1, target: nil)), retain: true)
-            try mallory.publish(HouseholdTopic.answer(unknown, kind: .stop).topic(household: topic),
+            try mallory.publish(HouseholdTopic.answer(unknown, kind: .stop, by: "jen-laptop").topic(household: topic),
                                 HouseholdMessage.encode(AnswerMessage(by: "jen-laptop", at: unknown.at + 1, target: nil)), retain: false)
             try mallory.publish(HouseholdTopic.plan(owner: "jen-laptop", alarmID: 1).topic(household: topic) + "/x", Array("{".utf8), retain: false)
             try mallory.publish("dosetap/\(topic)/dose/take", Array("{}".utf8), retain: false)

@@ -142,6 +142,13 @@ struct HouseholdCascadeTests {
                 == [.send(call, occurrence, .phone("+15551234567"))])
     }
 
+    @Test("#25: the earliest answer of each device: the owner at T, a device target at its first slot, anyone else never")
+    func earliestAnswer() {
+        #expect(occurrence.earliestAnswer(by: "jen-laptop") == at(0))
+        #expect(occurrence.earliestAnswer(by: "bedroom-pi") == at(2))
+        #expect(occurrence.earliestAnswer(by: "kitchen") == nil)
+    }
+
     /// A household of three agents replaying random Stop/Snooze/silence/crash sequences: each slot is done
     /// by at most one agent and at most once, never after a Stop, and device slots fire in time order.
     @Test("property: each slot at most once, never after Stop, always one of the cascade's slots, in order (random answers, crashes, presence)")
@@ -228,8 +235,8 @@ struct HouseholdMessageTests {
     @Test("topics round-trip")
     func topics() throws {
         let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: 1_800_000_000)
-        for topic in [HouseholdTopic.peer(device: "bedroom-pi"), .plan(owner: "jen-laptop", alarmID: 3), .answer(key, kind: .stop),
-                      .answer(key, kind: .snooze), .claim(SlotKey(occurrence: key, target: 2, at: 1_800_000_360))] {
+        for topic in [HouseholdTopic.peer(device: "bedroom-pi"), .plan(owner: "jen-laptop", alarmID: 3), .answer(key, kind: .stop, by: "bedroom-pi"),
+                      .answer(key, kind: .snooze, by: "jen-laptop"), .claim(SlotKey(occurrence: key, target: 2, at: 1_800_000_360))] {
             #expect(try HouseholdTopic(parsing: topic.topic(household: household), household: household) == topic)
         }
     }
@@ -286,21 +293,26 @@ struct HouseholdMessageTests {
     @Test("topics of another household, unknown kinds, look-alike names, bad numbers are refused")
     func badTopics() {
         for topic in ["dosetap/other/peer/a", "dosetap/jen-s-family/peer/bеdroom", "dosetap/jen-s-family/peer/a/b", "dosetap/jen-s-family/dose/a",
-                      "dosetap/jen-s-family/answer/a/3/1800000000/maybe", "dosetap/jen-s-family/answer/a/3/-1/stop",
-                      "dosetap/jen-s-family/answer/a/3/99999999999/stop", "dosetap/jen-s-family/claim/a/3/1800000000/40/1800000000",
+                      "dosetap/jen-s-family/answer/b/a/3/1800000000/maybe", "dosetap/jen-s-family/answer/b/a/3/-1/stop",
+                      "dosetap/jen-s-family/answer/b/a/3/99999999999/stop", "dosetap/jen-s-family/answer/a/3/1800000000/stop",
+                      "dosetap/jen-s-family/answer/../a/3/1800000000/stop", "dosetap/jen-s-family/claim/a/3/1800000000/40/1800000000",
                       "dosetap/jen-s-family/plan/a/x", "dosetap/jen-s-family/peer/a\u{7}"] {
             #expect(throws: HouseholdMessageError.self, "\(topic)") { _ = try HouseholdTopic(parsing: topic, household: household) }
         }
     }
 
-    @Test("answers: from a valid name, not before their occurrence, a target in range")
+    @Test("answers: from the device of their topic (#25), not before their occurrence, a target in range")
     func answers() throws {
         let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: 1_800_000_000)
-        let topic = HouseholdTopic.answer(key, kind: .snooze).topic(household: household)
+        let topic = HouseholdTopic.answer(key, kind: .snooze, by: "bedroom-pi").topic(household: household)
+        #expect(topic == "dosetap/jen-s-family/answer/bedroom-pi/jen-laptop/3/1800000000/snooze")
         #expect(try HouseholdMessage.parse(topic: topic, payload: Array(#"{"by":"bedroom-pi","at":1800000200,"target":0}"#.utf8), household: household)
                 == .answer(CascadeAnswer(key: key, kind: .snooze, target: 0, at: 1_800_000_200, by: "bedroom-pi")))
-        for payload in [#"{"by":"bedroom-pi","at":1799999999}"#, #"{"by":"../x","at":1800000200}"#, #"{"by":"a","at":1800000200,"target":99}"#,
-                        #"{"by":"a","at":"now"}"#, #"{"at":1800000200}"#] {
+        #expect {
+            _ = try HouseholdMessage.parse(topic: topic, payload: Array(#"{"by":"jen-laptop","at":1800000200}"#.utf8), household: household)
+        } throws: { ($0 as? HouseholdMessageError)?.description.contains("not the device of its topic") == true }
+        for payload in [#"{"by":"bedroom-pi","at":1799999999}"#, #"{"by":"../x","at":1800000200}"#, #"{"by":"bedroom-pi","at":1800000200,"target":99}"#,
+                        #"{"by":"bedroom-pi","at":"now"}"#, #"{"at":1800000200}"#, #"{"by":"kitchen","at":1800000200}"#] {
             #expect(throws: HouseholdMessageError.self, "\(payload)") {
                 _ = try HouseholdMessage.parse(topic: topic, payload: Array(payload.utf8), household: household)
             }

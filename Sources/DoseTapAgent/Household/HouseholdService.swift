@@ -71,6 +71,9 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         var seenOnline = false
     }
 
+    /// How far an answer may seem to come before the ring it answers (clocks a little apart).
+    public static let answerSkew: TimeInterval = 10
+
     private struct Pending {
         var message: HouseholdMessage
         var receivedAt: Date
@@ -325,8 +328,22 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             retryPending()
             poke()
         case .answer(let answer):
-            guard let occurrence = known(answer.key), member(answer.by, of: occurrence) else {
-                keep(message, receivedAt: receivedAt, reason: known(answer.key) == nil ? "an unknown occurrence" : "a device not in the household")
+            guard let occurrence = known(answer.key) else {
+                keep(message, receivedAt: receivedAt, reason: "an unknown occurrence")
+                return
+            }
+            // Only the owner or a device target answers, and only once its alarm rang: an answer heard (or dated)
+            // before that ring, or dated ahead of when it was heard, is forged.
+            guard let earliest = occurrence.earliestAnswer(by: answer.by) else {
+                logOnce("answerer|\(answer.by)", "dropped a household answer from a device that does not ring this alarm",
+                        metadata: ["from": "\(answer.by)", "owner": "\(answer.key.owner)"])
+                return
+            }
+            let bound = earliest.addingTimeInterval(-Self.answerSkew)
+            let dated = Date(timeIntervalSince1970: TimeInterval(answer.at))
+            guard receivedAt >= bound, dated >= bound, dated <= receivedAt.addingTimeInterval(Self.answerSkew) else {
+                logOnce("early|\(answer.by)", "dropped a household answer that came before the ring it answers",
+                        metadata: ["from": "\(answer.by)", "occurrence": "\(answer.key)"])
                 return
             }
             if answer.kind == .snooze, let target = answer.target, !occurrence.targets.indices.contains(target) {
@@ -421,8 +438,8 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         do { try repository.record(answer) } catch {
             logger.error("cannot keep a household answer", metadata: ["error": "\(error)"])
         }
-        publish(.answer(answer.key, kind: answer.kind), HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)),
-                retain: true)
+        publish(.answer(answer.key, kind: answer.kind, by: answer.by),
+                HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)), retain: true)
     }
 
     // MARK: The plan
@@ -527,8 +544,8 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
     private func republishOwn(now: Date) {
         guard let answers = try? repository.answers() else { return }
         for answer in answers where answer.by == identity.device && now.timeIntervalSince(answer.key.date) < 86_400 {
-            publish(.answer(answer.key, kind: answer.kind), HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)),
-                    retain: true)
+            publish(.answer(answer.key, kind: answer.kind, by: answer.by),
+                    HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)), retain: true)
         }
         for (slot, claim) in state.withLock({ $0.claims }) where claim.by == identity.device {
             publish(.claim(slot), HouseholdMessage.encode(ClaimMessage(by: claim.by, at: claim.at, state: claim.state)), retain: true)

@@ -71,6 +71,14 @@ public struct KnownOccurrence: Sendable, Equatable {
         self.targets = targets
         self.heldAt = heldAt
     }
+
+    /// The earliest moment `device` can answer this occurrence: the owner once its alarm rang, a device target
+    /// once its first slot came (a snooze of an earlier target only makes it later); nil for any other device.
+    public func earliestAnswer(by device: String) -> Date? {
+        if device == key.owner { return key.date }
+        guard let index = targets.firstIndex(of: .device(device)) else { return nil }
+        return key.date.addingTimeInterval(BackupSchedule.step * Double(index + 1))
+    }
 }
 
 /// A Stop or a Snooze of an occurrence, from any agent of the household.
