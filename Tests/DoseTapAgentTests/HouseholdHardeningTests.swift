@@ -8,7 +8,7 @@ import Testing
 
 /// Issue #25 against a real mosquitto on loopback with a user per device and the ACL of docs/household.md:
 /// a member's own plan cannot spend another device's money or leak its token, a forged Stop silences
-/// nothing.
+/// nothing, a `once` alarm has one occurrence.
 extension HouseholdServiceTests {
     static let topicLevel = HouseholdTopic.slug("Jen's family")
     static let members = ["jen-laptop", "bedroom-pi", "kitchen", "garage"]
@@ -127,5 +127,17 @@ extension HouseholdServiceTests {
         let docs = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/household.md"), encoding: .utf8)
         let documented = docs.split(separator: "\n").map(String.init).filter { $0.hasPrefix("pattern ") }
         #expect(documented == PrivateBroker.householdACL("jen-s-family").split(separator: "\n").map(String.init))
+    }
+
+    @Test("#25 finding 10: a once alarm is planned for the household with exactly one occurrence")
+    func onceAlarmOneOccurrence() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "push:\(Self.push)"], repetition: "once")
+            try await until("the owner to publish its plan") { occurrences(h.owner, owner: "jen-laptop").count >= 1 }
+            for member in h.all {
+                #expect(occurrences(member, owner: "jen-laptop").map(\.at) == [key(0)], "\(member.name): \(occurrences(member, owner: "jen-laptop"))")
+            }
+            stopAll(h)
+        }
     }
 }

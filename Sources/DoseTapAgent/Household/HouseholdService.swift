@@ -497,13 +497,18 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             return
         }
         let backups = AlarmBackupRepository(database: database)
+        let latestRings = (try? AlarmRingRepository(database: database).latestByAlarm()) ?? [:]
         var plans: [Int: PlanMessage] = [:]
         var targets: [Int: [BackupTarget]] = [:]
         for alarm in alarms where alarm.enabled {
             guard let stored = try? backups.backups(alarmID: alarm.id), stored.enabled, !stored.targets.isEmpty else { continue }
             var occurrences: [Int64] = []
             var cursor = now
-            while occurrences.count < HouseholdLimits.maximumOccurrences, let next = alarm.nextOccurrence(after: cursor, in: clock.timeZone),
+            // A once alarm has one occurrence: the next one, or none while it rings or is snoozed (the household
+            // holds the one under way; it turns itself off when it ends).
+            let limit = alarm.repetition == .once ? 1 : HouseholdLimits.maximumOccurrences
+            let underWay = alarm.repetition == .once && latestRings[alarm.id].map { $0.outcome == .ringing || $0.outcome == .snoozed } == true
+            while !underWay, occurrences.count < limit, let next = alarm.nextOccurrence(after: cursor, in: clock.timeZone),
                   next.timeIntervalSince(now) <= Self.planHorizon {
                 occurrences.append(Int64(next.timeIntervalSince1970.rounded(.down)))
                 cursor = next
