@@ -279,7 +279,8 @@ func householdLink(_ settings: MQTTSettings?, identity: HouseholdIdentity, logge
         let client = try MQTTClient(clientID: "dosetap-\(identity.device)", username: settings.username, password: password, will: will,
                                     logger: logger)
         if tls || settings.caFile != nil { try client.useTLS(caFile: settings.caFile) }
-        return .success(HouseholdLink(client: client, host: host, port: url.port ?? (tls ? 8883 : 1883), url: settings.url))
+        return .success(HouseholdLink(client: client, host: host, port: url.port ?? (tls ? 8883 : 1883), url: settings.url,
+                                      anonymous: settings.username == nil))
     } catch {
         logger.error("the household broker is off: \(error)", metadata: ["broker": "\(settings.url)"])
         return .failure(HouseholdLink.Refused(url: settings.url, reason: "\(error)"))

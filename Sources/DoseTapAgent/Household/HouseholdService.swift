@@ -13,12 +13,15 @@ public struct HouseholdLink: Sendable {
     public var port: Int
     /// The `[mqtt] url`, for the status.
     public var url: String
+    /// No `[mqtt] username`: the broker lets anyone in (`household status` warns).
+    public var anonymous: Bool
 
-    public init(client: MQTTClient, host: String, port: Int, url: String) {
+    public init(client: MQTTClient, host: String, port: Int, url: String, anonymous: Bool = true) {
         self.client = client
         self.host = host
         self.port = port
         self.url = url
+        self.anonymous = anonymous
     }
 
     /// A broker configured but not used: a security setting could not be applied (the reason says which).
@@ -722,7 +725,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             broker += [("url", .string(refused.url)), ("connected", .bool(false)), ("off", .string(refused.reason))]
         }
         if let link {
-            broker += [("url", .string(link.url)), ("connected", .bool(s.connected)),
+            broker += [("url", .string(link.url)), ("anonymous", .bool(link.anonymous)), ("connected", .bool(s.connected)),
                        ("since", s.connectedSince.map { .string($0.rfc3339(in: utc)) } ?? .null)]
         }
         let peers: [JSON] = s.peers.sorted { $0.key < $1.key }.map { name, peer in
