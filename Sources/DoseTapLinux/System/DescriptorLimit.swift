@@ -33,7 +33,8 @@ public enum DescriptorLimit {
         return current()
     }
 
+    /// RLIM_INFINITY (all ones) is above Int32.max too.
     static func clamp(_ value: rlim_t) -> Int {
-        value == RLIM_INFINITY || value > rlim_t(Int32.max) ? Int(Int32.max) : Int(value)
+        value > rlim_t(Int32.max) ? Int(Int32.max) : Int(value)
     }
 }
