@@ -491,7 +491,13 @@ public final class WebDashboard: Sendable {
             guard parts.count == 3 else { break }
             let alarmID = try id(parts[1])
             switch parts[2] {
-            case "edit": return try attempt { "alarm \(try alarms.edit(id: alarmID, fields()).alarm.time) saved" }
+            case "edit":
+                // The label as the form showed it (control characters escaped), sent back unchanged: the stored
+                // label stays exact (#25).
+                var changes = fields()
+                if let label = form["label"], label == form["label-shown"] { changes.label = nil }
+                let edited = changes
+                return try attempt { "alarm \(try alarms.edit(id: alarmID, edited).alarm.time) saved" }
             case "enable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, true).alarm.time) turned on" }
             case "disable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, false).alarm.time) turned off" }
             case "delete":
