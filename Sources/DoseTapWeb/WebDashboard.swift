@@ -168,6 +168,19 @@ public final class WebDashboard: Sendable {
         }
     }
 
+    /// A queued request's wait for its turn, on the scheduling port. It ends (`.cancelled`) when the agent stops:
+    /// the listener waits for every request it holds before it closes, and SIGTERM with 90 requests queued
+    /// once took 91 s (#25). A stopping agent answers them 503 at once.
+    static func waitTurn(until deadline: Date, clock: any Scheduling) async -> WakeReason {
+        if Task.isShuttingDownGracefully { return .cancelled }
+        let sleeper = Task { await clock.sleep(until: deadline) }
+        return await withTaskCancellationHandler {
+            await withGracefulShutdownHandler { await sleeper.value } onGracefulShutdown: { sleeper.cancel() }
+        } onCancel: {
+            sleeper.cancel()
+        }
+    }
+
     public func respond(to request: Request, peer: WebPeer) async -> Response {
         let path = request.uri.path
         let api = path.hasPrefix("/api/") || path == "/events"
@@ -178,7 +191,7 @@ public final class WebDashboard: Sendable {
         switch decision {
         case .serve: break
         case .wait(let until):
-            if await clock.sleep(until: until) == .cancelled {
+            if await Self.waitTurn(until: until, clock: clock) == .cancelled {
                 return Self.error(.serviceUnavailable, "the dashboard is stopping", api: api)
             }
         case .refused(let until, let first):

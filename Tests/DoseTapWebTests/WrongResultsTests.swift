@@ -1,10 +1,13 @@
+import DoseTapAgent
 import DoseTapCore
 @testable import DoseTapWeb
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
+import ServiceLifecycle
 import Testing
 
 /// Issue #25, finding 10 (the dashboard's part): an alarm's label holding control characters was rewritten
@@ -82,5 +85,36 @@ struct WrongResultsTests {
             let renamed = try await client.execute(uri: "/api/alarms", method: .get, headers: headers(cookie))
             #expect((renamed.json["alarms"] as? [[String: Any]])?.first?["label"] as? String == "Gym")
         }
+    }
+
+    @Test("stopping with requests queued by the rate limit: each is answered 503 at once and the listener ends")
+    func stopWithQueuedRequests() async throws {
+        // One request served at once; the next ones wait their turn on the fake clock, which never moves here:
+        // without the fix they would wait for ever, as they waited 91 s of real time in the agent.
+        let f = try WebFixture(rateLimit: RateLimiter(burst: 1, refuseAbove: 1000))
+        let (ready, signal) = AsyncStream<Int>.makeStream()
+        let services = try WebFace.services(dashboard: f.dashboard, listen: [WebListenAddress(host: "127.0.0.1", port: 0)],
+                                            socketPath: nil, logger: Logger(label: "test"),
+                                            limits: WebLimits(tcpConnections: 64, tcpPerClient: 64, unixConnections: 1, headerTimeout: 600),
+                                            onListening: { address in signal.yield(Int(address.split(separator: ":").last!)!) })
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], cancellationSignals: [], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        var port = 0
+        for await p in ready { port = p; break }
+        let request = "GET /static/app.css HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        let first = try RawConnection(port: port, send: request)
+        #expect(first.readAll(timeout: 60).hasPrefix("HTTP/1.1 200"))
+        let queued = try (0..<5).map { _ in try RawConnection(port: port, send: request) }
+        await f.clock.waitForSleepers(5)
+        await group.triggerGracefulShutdown()
+        var answered = 0
+        for connection in queued {
+            let answer = connection.readAll(timeout: 60)
+            #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer.prefix(120))")
+            if answer.hasPrefix("HTTP/1.1 503") { answered += 1 }
+        }
+        // Without the fix nothing would end the group: cancel it so the test fails instead of hanging.
+        if answered < queued.count { running.cancel() }
+        try await running.value
     }
 }
