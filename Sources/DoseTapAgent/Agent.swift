@@ -40,6 +40,14 @@ public enum Agent {
             "database": "\(database.path)", "config": "\(paths.configFile.path)",
             "pid": "\(ProcessInfo.processInfo.processIdentifier)",
         ])
+        // systemd's soft limit of 1,024 descriptors is the one accept() and the alarm's player run into: raise it
+        // to the hard limit, so the dashboard's capped connections (docs/web.md) leave room for ringing (#25).
+        if let files = DescriptorLimit.raiseSoftToHard() {
+            logger.info("open-file limit", metadata: ["soft": "\(files.soft)", "hard": "\(files.hard)"])
+            if files.soft < 1024 {
+                logger.notice("the open-file limit is low (\(files.soft)): the dashboard takes fewer connections; raise LimitNOFILE")
+            }
+        }
         // SIGHUP is trapped from here on (ReloadService reads it), before READY=1 can be sent.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         // What happened, for every subscriber (the scheduler, the battery nudge; MQTT and the dashboard later).

@@ -158,20 +158,45 @@ public final class WebDashboard: Sendable {
         return .none
     }
 
+    /// The rate limit's key: the session (a paired browser), the uid (the Unix socket), or the address for
+    /// requests that are neither ("anonymous").
+    static func rateKey(_ access: Access, peer: WebPeer) -> String {
+        switch access {
+        case .session(let id): "session:\(id)"
+        case .local: peer.clientKey
+        case .none: "anonymous:\(peer.clientKey)"
+        }
+    }
+
+    /// A queued request's wait for its turn, on the scheduling port. It ends (`.cancelled`) when the agent stops:
+    /// the listener waits for every request it holds before it closes, and SIGTERM with 90 requests queued
+    /// once took 91 s (#25). A stopping agent answers them 503 at once.
+    static func waitTurn(until deadline: Date, clock: any Scheduling) async -> WakeReason {
+        if Task.isShuttingDownGracefully { return .cancelled }
+        let sleeper = Task { await clock.sleep(until: deadline) }
+        return await withTaskCancellationHandler {
+            await withGracefulShutdownHandler { await sleeper.value } onGracefulShutdown: { sleeper.cancel() }
+        } onCancel: {
+            sleeper.cancel()
+        }
+    }
+
     public func respond(to request: Request, peer: WebPeer) async -> Response {
         let path = request.uri.path
         let api = path.hasPrefix("/api/") || path == "/events"
-        // 1. The rate limit, per client.
-        let decision = limiter.withLock { $0.admit(peer.clientKey, at: clock.now()) }
+        // 1. The rate limit: a paired browser's session has a budget of its own, apart from the anonymous traffic of
+        // its address (every local user shares 127.0.0.1: their requests must never lock the owner out, #25).
+        let key = Self.rateKey(access(request, peer: peer), peer: peer)
+        let decision = limiter.withLock { $0.admit(key, at: clock.now()) }
         switch decision {
         case .serve: break
         case .wait(let until):
-            if await clock.sleep(until: until) == .cancelled {
+            if await Self.waitTurn(until: until, clock: clock) == .cancelled {
                 return Self.error(.serviceUnavailable, "the dashboard is stopping", api: api)
             }
         case .refused(let until, let first):
             if first {
-                logger.warning("web: refusing \(peer.clientKey) for 5 minutes: more than \(limiter.withLock { $0.refuseLimit }) requests in a minute")
+                logger.warning("web: refusing \(key) for 5 minutes: more than \(limiter.withLock { $0.refuseLimit }) requests in a minute")
             }
             let seconds = max(1, Int(until.timeIntervalSince(clock.now()).rounded(.up)))
             var headers = HTTPFields()
@@ -296,7 +321,8 @@ public final class WebDashboard: Sendable {
         case (.post, _) where path.hasPrefix("/tonight/"):
             let form = try await Self.form(request)
             try checkCSRF(request, form: form, access: access)
-            let command = try Self.command(String(path.dropFirst("/tonight/".count)), late: form["late"] == "yes", reason: form["reason"])
+            let command = try Self.command(String(path.dropFirst("/tonight/".count)), late: form["late"] == "yes", reason: form["reason"],
+                                           event: form["event"])
             let submission = try doses.submit(command, source: .web)
             let flash = Self.flash(submission)
             if request.headers[.accept]?.contains("application/json") == true {
@@ -324,7 +350,13 @@ public final class WebDashboard: Sendable {
             case let value as String: reason = value
             default: throw WebInputError(.badRequest, "reason must be alert, side-effects or other")
             }
-            let command = try Self.command(String(path.dropFirst("/api/dose/".count)), late: late, reason: reason)
+            let event: String?
+            switch body["event"] {
+            case nil, is NSNull: event = nil
+            case let value as String: event = value
+            default: throw WebInputError(.badRequest, "event must be an event id (a string) from GET /api/tonight")
+            }
+            let command = try Self.command(String(path.dropFirst("/api/dose/".count)), late: late, reason: reason, event: event)
             let submission = try doses.submit(command, source: .web)
             if case .refused = submission.outcome { return Self.json(submission.json(in: clock.timeZone), status: .conflict) }
             return Self.json(submission.json(in: clock.timeZone))
@@ -472,7 +504,13 @@ public final class WebDashboard: Sendable {
             guard parts.count == 3 else { break }
             let alarmID = try id(parts[1])
             switch parts[2] {
-            case "edit": return try attempt { "alarm \(try alarms.edit(id: alarmID, fields()).alarm.time) saved" }
+            case "edit":
+                // The label as the form showed it (control characters escaped), sent back unchanged: the stored
+                // label stays exact (#25).
+                var changes = fields()
+                if let label = form["label"], label == form["label-shown"] { changes.label = nil }
+                let edited = changes
+                return try attempt { "alarm \(try alarms.edit(id: alarmID, edited).alarm.time) saved" }
             case "enable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, true).alarm.time) turned on" }
             case "disable": return try attempt { "alarm \(try alarms.setEnabled(id: alarmID, false).alarm.time) turned off" }
             case "delete":
@@ -671,11 +709,22 @@ public final class WebDashboard: Sendable {
         }
     }
 
-    static func command(_ name: String, late: Bool, reason: String?) throws -> DoseCommand {
+    /// Undo and Snooze name the event they act on (`event`: `lastAction.id` and `reminderSetBy` of
+    /// `GET /api/tonight`, hidden fields of the page's forms), so a second submit of the same click does nothing.
+    static func command(_ name: String, late: Bool, reason: String?, event: String? = nil) throws -> DoseCommand {
+        func named(_ what: String) throws -> UUID {
+            guard let event, !event.isEmpty else {
+                throw WebInputError(.badRequest, "\(what) names the event it acts on: send event (\(what == "undo" ? "lastAction.id" : "reminderSetBy") of GET /api/tonight)")
+            }
+            guard let id = UUID(uuidString: event) else {
+                throw WebInputError(.badRequest, "event must be an event id, not '\(DisplayText.escaped(event, maxLength: 40))'")
+            }
+            return id
+        }
         switch name {
         case "take": return .take(confirmLate: late)
-        case "snooze": return .snooze
-        case "undo": return .undo
+        case "snooze": return .snoozeReminder(setBy: try named("snooze"))
+        case "undo": return .undoEvent(try named("undo"))
         case "skip":
             guard let reason, !reason.isEmpty else { return .skip(nil) }
             guard let parsed = SkipReason(rawValue: reason), SkipReason.userChoices.contains(parsed) else {
@@ -713,7 +762,8 @@ public final class WebDashboard: Sendable {
     static func jsonBody(_ request: Request) async throws -> [String: Any] {
         let buffer = try await body(request)
         guard buffer.readableBytes > 0 else { return [:] }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)), let fields = object as? [String: Any] else {
+        // Strict (#25): no trailing comma, `true` is not `1`.
+        guard let object = try? StrictJSON.parse(Array(buffer.readableBytesView)), let fields = object as? [String: Any] else {
             throw WebInputError(.badRequest, "the body must be a JSON object such as {\"reason\": \"alert\"}")
         }
         return fields

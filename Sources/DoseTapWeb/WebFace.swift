@@ -1,5 +1,6 @@
 import DoseTapAgent
 import DoseTapCore
+import DoseTapLinux
 import DoseTapStore
 import Foundation
 import Hummingbird
@@ -51,7 +52,14 @@ public enum WebFace {
                                      rateLimit: RateLimiter(burst: context.configuration.webRateBurst,
                                                             refuseAbove: context.configuration.webRateRefuseAbove),
                                      storeGeneration: context.databaseGeneration)
-        var all = try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(), logger: context.logger)
+        // The caps follow the descriptor limit in force (the agent raised its soft limit to the hard one at start).
+        let limits = WebLimits.forDescriptors(DescriptorLimit.current()?.soft ?? 1024)
+        context.logger.info("web dashboard connection limits", metadata: [
+            "tcp": "\(limits.tcpConnections)", "perClient": "\(limits.tcpPerClient)", "unix": "\(limits.unixConnections)",
+            "headerTimeoutSeconds": "\(limits.headerTimeout)",
+        ])
+        var all = try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(),
+                               logger: context.logger, limits: limits)
         all.append(WebDashboard.Recorder(dashboard: dashboard))
         return all
     }
@@ -65,13 +73,18 @@ public enum WebFace {
     }
 
     public static func services(dashboard: WebDashboard, listen: [WebListenAddress], socketPath: String?, logger: Logger,
+                                limits: WebLimits = .forDescriptors(DescriptorLimit.current()?.soft ?? 1024),
                                 onListening: @escaping @Sendable (String) -> Void = { _ in }) throws -> [any Service] {
         var services: [any Service] = []
+        // One budget for every TCP listener, another for the socket: a TCP flood never closes the socket's door.
+        let tcp = ConnectionBudget(limit: limits.tcpConnections, perClient: limits.tcpPerClient)
+        let unix = ConnectionBudget(limit: limits.unixConnections, perClient: limits.unixConnections)
+        let timeout = TimeAmount.seconds(limits.headerTimeout)
         if let socketPath {
             do {
                 try prepareSocket(socketPath)
                 services.append(listener(dashboard: dashboard, address: .unixDomainSocket(path: socketPath), name: socketPath,
-                                         logger: logger, onListening: { _ in
+                                         logger: logger, budget: unix, headerTimeout: timeout, onListening: { _ in
                                              chmod(socketPath, 0o600)
                                              onListening(socketPath)
                                          }))
@@ -86,14 +99,37 @@ public enum WebFace {
                 logger.notice("web dashboard: listening on every interface (\(address)): anyone on the network can reach the pairing page; only paired browsers get in")
             }
             services.append(listener(dashboard: dashboard, address: .hostname(address.host, port: address.port),
-                                     name: address.description, logger: logger, onListening: onListening))
+                                     name: address.description, logger: logger, budget: tcp, headerTimeout: timeout,
+                                     onListening: onListening))
         }
         return services
     }
 
-    static func listener(dashboard: WebDashboard, address: BindAddress, name: String, logger: Logger,
-                         onListening: @escaping @Sendable (String) -> Void) -> any Service {
-        Listener(dashboard: dashboard, address: address, name: name, logger: logger, onListening: onListening)
+    static func listener(dashboard: WebDashboard, address: BindAddress, name: String, logger: Logger, budget: ConnectionBudget,
+                         headerTimeout: TimeAmount, onListening: @escaping @Sendable (String) -> Void) -> any Service {
+        Listener(dashboard: dashboard, address: address, name: name, logger: logger, budget: budget, headerTimeout: headerTimeout,
+                 onListening: onListening)
+    }
+
+    /// HummingbirdCore's HTTP/1.1 channel behind the connection budget: a connection over it is closed before
+    /// any HTTP handler is set up. Its idle timeout is the header timeout too: Hummingbird restarts it only at a
+    /// whole request part, so a client trickling a request head byte by byte is closed as well.
+    struct GuardedHTTP1Channel: ServerChildChannel {
+        typealias Value = HTTP1Channel.Value
+        let inner: HTTP1Channel
+        let budget: ConnectionBudget
+        let name: String
+
+        func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+            guard budget.guardChannel(channel, logger: logger, listener: name) else {
+                return channel.eventLoop.makeFailedFuture(ConnectionRefused())
+            }
+            return inner.setup(channel: channel, logger: logger)
+        }
+
+        func handle(value: Value, logger: Logger) async {
+            await inner.handle(value: value, logger: logger)
+        }
     }
 
     /// One listener: HummingbirdCore's HTTP/1.1 server with the dashboard's responder. Not Hummingbird's
@@ -105,6 +141,8 @@ public enum WebFace {
         let address: BindAddress
         let name: String
         let logger: Logger
+        let budget: ConnectionBudget
+        let headerTimeout: TimeAmount
         let onListening: @Sendable (String) -> Void
 
         func run() async throws {
@@ -116,10 +154,7 @@ public enum WebFace {
             let name = self.name
             let onListening = self.onListening
             do {
-                let server = try HTTPServerBuilder.http1().buildServer(
-                    configuration: ServerConfiguration(address: address),
-                    eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-                    logger: quiet,
+                let http = HTTP1Channel(
                     responder: { request, writer, channel in
                         let context = WebContext(source: ApplicationRequestContextSource(channel: channel, logger: requestLogger))
                         var response: Response
@@ -131,6 +166,9 @@ public enum WebFace {
                         response.headers[.date] = HTTPDate.now()
                         try await writer.write(response: response.head, body: response.body)
                     },
+                    configuration: HTTP1Channel.Configuration(idleTimeout: headerTimeout))
+                let server = GuardedHTTP1Channel(inner: http, budget: budget, name: name).server(
+                    configuration: ServerConfiguration(address: address),
                     onServerRunning: { channel in
                         logger.info("web dashboard listening", metadata: ["address": "\(name)"])
                         if let local = channel.localAddress, let port = local.port {
@@ -138,7 +176,9 @@ public enum WebFace {
                         } else {
                             onListening(name)
                         }
-                    })
+                    },
+                    eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                    logger: quiet)
                 try await server.run()
             } catch {
                 guard !Task.isCancelled else { return }

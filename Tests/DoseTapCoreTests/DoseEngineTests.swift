@@ -225,6 +225,40 @@ struct DoseEngineTests {
         #expect(night.submit(.take(confirmLate: false), at: t0.addingTimeInterval(4)).recorded == .dose1(targetMinutes: 165))
     }
 
+    @Test("an Undo that names its event acts once: already undone, no longer the last action, unknown (#25)")
+    func undoNamed() {
+        var night = NightDriver()
+        night.submit(.take(confirmLate: false), at: t0)
+        night.submit(.skip(nil), at: t0.addingTimeInterval(1))
+        let dose1 = night.events[0].id, skip = night.events[1].id
+        #expect(night.status(at: t0.addingTimeInterval(1)).lastAction?.id == skip)
+        // Not the last action: Dose 1 is named while the Skip stands.
+        #expect(night.submit(.undoEvent(dose1), at: t0.addingTimeInterval(2)).refusal == .notLastAction)
+        #expect(night.submit(.undoEvent(skip), at: t0.addingTimeInterval(2)).message == "Skip undone")
+        // The same Undo again (a double click): refused, and Dose 1 — now the last action — stays.
+        let again = night.submit(.undoEvent(skip), at: t0.addingTimeInterval(3))
+        #expect(again.refusal == .alreadyUndone && again.message == "Skip was already undone")
+        #expect(night.status(at: t0.addingTimeInterval(3)).phase == .waiting)
+        #expect(night.submit(.undoEvent(UUID()), at: t0.addingTimeInterval(3)).refusal == .nothingToUndo)
+        // The plain undo (the command line, the buttons) keeps "the last action within 5 s": Dose 1 after 6 s, no.
+        #expect(night.submit(.undo, at: t0.addingTimeInterval(6)).refusal == .undoExpired)
+    }
+
+    @Test("a Snooze that names the reminder's setter counts once; the next names the snooze (#25)")
+    func snoozeNamed() {
+        var night = NightDriver()
+        night.submit(.take(confirmLate: false), at: t0)
+        let dose1 = night.events[0].id
+        #expect(night.status(at: at(160)).reminderSetBy?.id == dose1)
+        #expect(night.submit(.snoozeReminder(setBy: dose1), at: at(160)).recorded == .snooze)
+        let twice = night.submit(.snoozeReminder(setBy: dose1), at: at(160))
+        #expect(twice.refusal == .alreadySnoozed && twice.message.hasPrefix("Already snoozed: the reminder is at"))
+        #expect(night.status(at: at(160)).snoozesUsed == 1)
+        let snooze = night.events[1].id
+        #expect(night.status(at: at(161)).reminderSetBy?.id == snooze)
+        #expect(night.submit(.snoozeReminder(setBy: snooze), at: at(161)).recorded == .snooze)
+    }
+
     @Test("snooze: +10 min, at most 3, never with ≤ 15 min left, never past 225")
     func snooze() {
         var night = NightDriver()

@@ -43,7 +43,8 @@ struct WebFixture {
     ///   - found: what a button scan finds.
     ///   - cached: views kept by the data folder's generation (as in the agent); false: every request draws.
     init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil, motor: Bool = true,
-         player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = [], cached: Bool = true) throws {
+         player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = [], cached: Bool = true,
+         rateLimit: RateLimiter = RateLimiter()) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
         self.dir = dir
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
@@ -74,7 +75,7 @@ struct WebFixture {
                                                          others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }),
                                  sounds: WebSounds(settings: settings, preview: preview), buttons: buttons,
                                  household: AlarmUseCases.Household(device: "kitchen", hasBroker: false), usageAlerts: alerts,
-                                 storeGeneration: watcher.map { watcher in { @Sendable in watcher.generation() } })
+                                 rateLimit: rateLimit, storeGeneration: watcher.map { watcher in { @Sendable in watcher.generation() } })
     }
 
     var application: some ApplicationProtocol {
@@ -200,7 +201,9 @@ struct HTTPTests {
             let refusal = early.json["refusal"] as? [String: Any]
             #expect(refusal?["code"] as? String == "too-early")
             #expect(refusal?["message"] as? String == "Too early for Dose 2: the window opens at 16:43 (in 149 min)")
-            let snooze = try await client.execute(uri: "/api/dose/snooze", method: .post, headers: headers(cookie, csrf: csrf))
+            let setter = try #require(try await client.execute(uri: "/api/tonight", method: .get, headers: headers(cookie)).json["reminderSetBy"] as? String)
+            let snooze = try await client.execute(uri: "/api/dose/snooze", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                  body: ByteBuffer(string: #"{"event": "\#(setter)"}"#))
             #expect(snooze.status == .ok && (snooze.json["message"] as? String)?.hasPrefix("Reminder snoozed to") == true)
             let bad = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
                                                body: ByteBuffer(string: #"{"reason": "bored\u001b[31m"}"#))
@@ -258,9 +261,9 @@ struct HTTPTests {
             await f.clock.waitForSleepers(1)
             f.clock.advance(by: 1)
             #expect(try await queued.status == .ok)
-            // 139 more within the minute (the router test client has no address: one client, "unknown").
+            // 139 more within the minute (the router test client has no address: one client, "unknown"; no session).
             f.dashboard.limiter.withLock { limiter in
-                for _ in 0..<139 { _ = limiter.admit("unknown", at: f.clock.now()) }
+                for _ in 0..<139 { _ = limiter.admit("anonymous:unknown", at: f.clock.now()) }
             }
             let refused = try await client.execute(uri: "/api/openapi.json", method: .get)
             #expect(refused.status == .tooManyRequests)
@@ -270,6 +273,52 @@ struct HTTPTests {
             #expect(again.status == .tooManyRequests && again.headers[.retryAfter] == "290")
             // Logged once, when the refusal started; not for every refused request.
             #expect(f.logs.entries.filter { $0.message.description.contains("refusing") }.count == 1)
+        }
+    }
+
+    @Test("205 unauthenticated requests from the paired browser's address refuse them, never the paired session (#25)")
+    func anonymousFloodSparesSession() async throws {
+        // No queueing (burst above the refusal), so the 205 go through at once; the refusal at 200 as shipped.
+        let f = try WebFixture(rateLimit: RateLimiter(burst: 1000, refuseAbove: 200))
+        try await f.application.test(.router) { client in
+            let (cookie, _) = try await f.pair(client)
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<205 { statuses.append(try await client.execute(uri: "/api/tonight", method: .get).status) }
+            #expect(statuses.last == .tooManyRequests)
+            let owner = try await client.execute(uri: "/api/tonight", method: .get, headers: headers(cookie))
+            #expect(owner.status == .ok, "the paired browser was locked out: \(owner.status)")
+            let page = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
+            #expect(page.status == .ok)
+            // A forged cookie is anonymous traffic: still refused.
+            let forged = try await client.execute(uri: "/api/tonight", method: .get, headers: headers("dosetap_session=forged"))
+            #expect(forged.status == .tooManyRequests)
+        }
+    }
+
+    @Test("the JSON API is strict: 1 is not true, a trailing comma is refused and records nothing (#25)")
+    func strictJSON() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let one = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"late": 1}"#))
+            #expect(one.status == .badRequest)
+            let take = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                body: ByteBuffer(string: #"{"late": false}"#))
+            #expect(take.status == .ok)
+            for body in [#"{"reason": "alert",}"#, #"{"reason": "alert"} x"#, "{'reason': 'alert'}", "{\"reason\": \"al\u{01}ert\"}"] {
+                let skip = try await client.execute(uri: "/api/dose/skip", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                    body: ByteBuffer(string: body))
+                #expect(skip.status == .badRequest, "\(body)")
+            }
+            #expect(try f.doses.status().phase == .waiting, "a malformed body recorded a Skip")
+            let alarm = try await client.execute(uri: "/api/alarms", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                 body: ByteBuffer(string: #"{"time": "06:30", "enabled": 1}"#))
+            #expect(alarm.status == .badRequest)
+            let unicode = try await client.execute(uri: "/api/alarms", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: #"{"time": "06:30", "label": "Caf\u00e9 \ud83d\ude00", "enabled": true}"#))
+            #expect(unicode.status.code < 300, "\(unicode.text)")
+            #expect(unicode.text.contains("Café 😀"), "\(unicode.text)")
         }
     }
 

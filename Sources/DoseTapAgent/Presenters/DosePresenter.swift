@@ -42,6 +42,9 @@ extension NightStatus {
             ("snoozesLeft", .int(snoozesLeft)),
             ("skipReason", JSON.optional(skipReason?.rawValue)),
             ("onTime", JSON.optional(onTime)),
+            // What Undo and Snooze name (the web's forms and its API): the last action, and the reminder's setter.
+            ("lastAction", lastAction.map { $0.json(in: timeZone) } ?? .null),
+            ("reminderSetBy", JSON.optional(reminderSetBy?.id.uuidString)),
         ])
     }
 }

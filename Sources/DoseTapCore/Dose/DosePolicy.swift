@@ -7,6 +7,12 @@ public enum DoseCommand: Sendable, Equatable {
     case snooze
     case skip(SkipReason?)
     case undo
+    /// Undo exactly this event (the web page names what it shows): refused when it is already undone or no
+    /// longer the last action, so a second submit of the same Undo does nothing.
+    case undoEvent(UUID)
+    /// Snooze the reminder that this event set (Dose 1 or the last snooze, as the page showed it): refused
+    /// once another snooze has moved it, so a double submit counts once.
+    case snoozeReminder(setBy: UUID)
     /// The agent closes a night that got neither dose 2 nor a skip.
     case autoSkip(SkipReason)
 }
@@ -40,6 +46,9 @@ public struct DoseRefusal: Error, Sendable, Equatable, CustomStringConvertible {
         case snoozePastLatest = "snooze-past-latest"
         case nothingToUndo = "nothing-to-undo"
         case undoExpired = "undo-expired"
+        case alreadyUndone = "already-undone"
+        case notLastAction = "not-last-action"
+        case alreadySnoozed = "already-snoozed"
         case notDue = "not-due"
         case logUnreadable = "log-unreadable"
     }
@@ -116,9 +125,12 @@ public enum DosePolicy {
                 return refuse(.tooLate, "The Dose 2 window closed at \(clock.time(session.windowClosesAt)); it is too late to record Dose 2 tonight")
             }
 
-        case .snooze:
+        case .snooze, .snoozeReminder:
             guard let session, [.waiting, .open, .nearClose].contains(phase) else {
                 return refuseInactive(phase, session: session, clock: clock, action: "snooze")
+            }
+            if case .snoozeReminder(let named) = input.command, named != session.reminderSetBy.id {
+                return refuse(.alreadySnoozed, "Already snoozed: the reminder is at \(clock.time(session.reminderAt))")
             }
             if session.snoozes.count >= DoseRules.maximumSnoozes {
                 return refuse(.snoozeLimit, "Snooze limit reached (\(DoseRules.maximumSnoozes) per night)")
@@ -144,7 +156,16 @@ public enum DosePolicy {
             let why = reason.map { " (\($0.label))" } ?? ""
             return .record(.skip(reason), confirmation: "Dose 2 skipped\(why).")
 
-        case .undo:
+        case .undo, .undoEvent:
+            if case .undoEvent(let named) = input.command {
+                guard let event = log.events.first(where: { $0.id == named }) else {
+                    return refuse(.nothingToUndo, "Nothing to undo")
+                }
+                if log.isUndone(named) { return refuse(.alreadyUndone, "\(event.label) was already undone") }
+                guard log.undoableActions.last?.id == named else {
+                    return refuse(.notLastAction, "\(event.label) is no longer the last action: only the last one can be undone")
+                }
+            }
             guard let last = log.undoableActions.last else {
                 return refuse(.nothingToUndo, "Nothing to undo")
             }

@@ -40,6 +40,9 @@ public struct NightSession: Sendable, Equatable {
         return reminder
     }
 
+    /// The event that set the reminder in force: the last snooze, else Dose 1 (what a snooze names).
+    public var reminderSetBy: DoseEvent { snoozes.last ?? dose1 }
+
     /// The skip a person chose (not the agent's automatic one).
     public var manualSkip: DoseEvent? {
         guard let skip, case .skip(let reason) = skip.kind, !(reason?.isAutomatic ?? false) else { return nil }
@@ -140,6 +143,11 @@ public struct DoseLog: Sendable, Equatable {
         return false
     }
 
+    /// True when an undo in the log names `id`.
+    public func isUndone(_ id: UUID) -> Bool {
+        events.contains { if case .undo(let target) = $0.kind { return target == id } else { return false } }
+    }
+
     /// Actions a person can undo, newest last (not undone, not the agent's automatic skip).
     public var undoableActions: [DoseEvent] {
         var undone = Set<UUID>()
@@ -170,7 +178,7 @@ public struct DoseLog: Sendable, Equatable {
     }
 
     public func status(at now: Date, in timeZone: TimeZone) -> NightStatus {
-        NightStatus(session: currentSession(at: now, in: timeZone), now: now, timeZone: timeZone)
+        NightStatus(session: currentSession(at: now, in: timeZone), now: now, timeZone: timeZone, lastAction: undoableActions.last)
     }
 }
 
@@ -191,6 +199,18 @@ public struct NightStatus: Sendable, Equatable {
     public var session: NightSession?
     public var now: Date
     public var timeZone: TimeZone
+    /// The action an Undo would take back (whether or not its 5 s have passed): what the page's Undo names.
+    public var lastAction: DoseEvent?
+
+    public init(session: NightSession?, now: Date, timeZone: TimeZone, lastAction: DoseEvent? = nil) {
+        self.session = session
+        self.now = now
+        self.timeZone = timeZone
+        self.lastAction = lastAction
+    }
+
+    /// The event a snooze now names (the reminder's setter), while a snooze makes sense.
+    public var reminderSetBy: DoseEvent? { reminderAt == nil ? nil : session?.reminderSetBy }
 
     public var phase: DosePhase { session?.phase(at: now) ?? .idle }
     public var nightDate: LocalDate { session?.nightDate ?? LocalDate.night(of: now, in: timeZone) }

@@ -58,7 +58,11 @@ enum AlarmsPage {
         return body
     }
 
-    static func fields(prefix: String, time: String, label: String, repetition: String) -> String {
+    /// `edit`: the form of an alarm that exists. Its label field shows control characters escaped (`\x1b`); what
+    /// it showed goes along (`label-shown`), so a label sent back unchanged is kept exact, never rewritten into
+    /// its escaped text (#25).
+    static func fields(prefix: String, time: String, label: String, repetition: String, edit: Bool = false) -> String {
+        let shown = "<input type=\"hidden\" name=\"label-shown\" value=\"\(HTML.escape(label))\">"
         var choices = repeatChoices
         if !choices.contains(where: { $0.0 == repetition }) { choices.append((repetition, repetition)) }
         let options = choices.map { value, title in
@@ -68,7 +72,7 @@ enum AlarmsPage {
             <label for="\(prefix)-time">Time</label>
             <input id="\(prefix)-time" name="time" type="time" required value="\(HTML.escape(time))">
             <label for="\(prefix)-label">Label</label>
-            <input id="\(prefix)-label" name="label" type="text" maxlength="64" value="\(HTML.escape(label))">
+            <input id="\(prefix)-label" name="label" type="text" maxlength="64" value="\(HTML.escape(label))">\(edit ? shown : "")
             <label for="\(prefix)-repeat">Repeat</label>
             <select id="\(prefix)-repeat" name="repeat">\(options)</select>
             """
@@ -108,7 +112,8 @@ enum AlarmsPage {
             <form method="post" action="/alarms/\(id)/\(toggle)">\(HTML.hiddenCSRF(csrf))<button type="submit">Turn \(alarm.enabled ? "off" : "on") \(label)</button></form>
             <details><summary>Edit \(label)</summary>
             <form method="post" action="/alarms/\(id)/edit" class="alarm-form">\(HTML.hiddenCSRF(csrf))
-            \(fields(prefix: "alarm-\(id)", time: alarm.time.description, label: alarm.label, repetition: alarm.repetition.description))
+            \(fields(prefix: "alarm-\(id)", time: alarm.time.description, label: alarm.label, repetition: alarm.repetition.description,
+                   edit: true))
             <button type="submit">Save</button></form></details>
             <details><summary>Delete \(label)…</summary>
             <form method="post" action="/alarms/\(id)/delete">\(HTML.hiddenCSRF(csrf))<input type="hidden" name="confirm" value="yes">

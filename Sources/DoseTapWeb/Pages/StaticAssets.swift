@@ -124,19 +124,29 @@ enum StaticAssets {
               if (again) { again.focus(); }
             }
           }
+          // One action at a time: a submit while another is in flight is dropped (a double click sends one), and a
+          // failed fetch is never sent again (the first may have been recorded): it says so and the page reloads.
+          var inFlight = false;
           live.addEventListener("submit", function (event) {
             var form = event.target;
             if (!window.fetch || !window.FormData) { return; }
             event.preventDefault();
+            if (inFlight) { return; }
+            inFlight = true;
             var body = new URLSearchParams(new FormData(form));
             fetch(form.getAttribute("action"), {
               method: "POST", body: body, credentials: "same-origin",
               headers: { "Accept": "application/json", "X-CSRF-Token": body.get("csrf") || "" }
             }).then(function (response) { return response.json(); }).then(function (answer) {
+              inFlight = false;
               if (answer.announce !== undefined) { announce.innerHTML = answer.announce; }
               if (answer.tonight !== undefined) { swap(answer.tonight, answer.version); }
               if (answer.error) { announce.textContent = answer.error; }
-            }).catch(function () { form.submit(); });
+            }).catch(function () {
+              inFlight = false;
+              announce.textContent = "No answer from the agent: reloading to show what was recorded.";
+              window.setTimeout(function () { window.location.reload(); }, 1500);
+            });
           });
           if (window.EventSource) {
             var source = new EventSource("/events?version=" + encodeURIComponent(version));

@@ -114,7 +114,11 @@ enum TonightPage {
                                   extra: "<input type=\"hidden\" name=\"late\" value=\"yes\">", cls: "primary"))
         case .completed, .skipped: break
         }
-        if [.waiting, .open, .nearClose].contains(status.phase) { actions.append(action("/tonight/snooze", "Snooze 10 min")) }
+        // Snooze and Undo name the event they act on: a second submit of the same form does nothing.
+        func event(_ id: UUID) -> String { "<input type=\"hidden\" name=\"event\" value=\"\(id.uuidString)\">" }
+        if [.waiting, .open, .nearClose].contains(status.phase), let setter = status.reminderSetBy {
+            actions.append(action("/tonight/snooze", "Snooze 10 min", extra: event(setter.id)))
+        }
         if [.waiting, .open, .nearClose, .closed].contains(status.phase) {
             actions.append("""
                 <details class="skip-dose"><summary>Skip Dose 2…</summary>
@@ -126,7 +130,9 @@ enum TonightPage {
                 </form></details>
                 """)
         }
-        actions.append(action("/tonight/undo", "Undo last action (5 s)"))
+        if let last = status.lastAction {
+            actions.append(action("/tonight/undo", "Undo last action (5 s)", extra: event(last.id)))
+        }
         return facts + "<div class=\"actions\">" + actions.joined() + "</div>"
     }
 }
