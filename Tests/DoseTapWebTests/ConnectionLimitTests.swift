@@ -69,20 +69,28 @@ final class RawConnection {
 
 @Suite("The dashboard's connections: caps and the header timeout (#25)", .serialized)
 struct ConnectionLimitTests {
-    /// Runs the dashboard's real TCP listener on a free loopback port with `limits` while `body` runs.
+    /// Runs the dashboard's real TCP listener on a free loopback port with `limits` while `body` runs, then stops
+    /// it as the agent does (a graceful shutdown): cancelling the server while it still held accepted connections
+    /// crashed the test process under load (NIO: "Deinited NIOAsyncWriter without calling finish()").
     func withListener(_ limits: WebLimits, _ body: @Sendable (Int) async throws -> Void) async throws {
         let f = try WebFixture()
         let (ready, signal) = AsyncStream<Int>.makeStream()
         let services = try WebFace.services(dashboard: f.dashboard, listen: [WebListenAddress(host: "127.0.0.1", port: 0)],
                                             socketPath: nil, logger: Logger(label: "test"), limits: limits,
                                             onListening: { address in signal.yield(Int(address.split(separator: ":").last!)!) })
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for service in services { group.addTask { try await service.run() } }
-            defer { group.cancelAll() }
-            var port = 0
-            for await p in ready { port = p; break }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], cancellationSignals: [], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        var port = 0
+        for await p in ready { port = p; break }
+        do {
             try await body(port)
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+            throw error
         }
+        await group.triggerGracefulShutdown()
+        try await running.value
     }
 
     static let partialHead = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
