@@ -143,13 +143,16 @@ struct SoakTests {
 
                         // The steady mix, until the last alarm is answered.
                         let answered = Flag()
-                        let web = Task.detached {
-                            var ok = 0
-                            while !answered.isSet {
-                                if Self.request(port: port, path: ok % 3 == 0 ? "/api/tonight" : "/") { ok += 1 }
-                                try? await Task.sleep(for: .milliseconds(40))
+                        // Blocking sockets: on a thread of their own, not the cooperative pool (onOwnThread).
+                        let web = Task {
+                            await onOwnThread {
+                                var ok = 0
+                                while !answered.isSet {
+                                    if Self.request(port: port, path: ok % 3 == 0 ? "/api/tonight" : "/") { ok += 1 }
+                                    usleep(40_000)
+                                }
+                                return ok
                             }
-                            return ok
                         }
                         let mqtt = Task.detached {
                             let client = try MQTTClient(clientID: "soak-intruder")

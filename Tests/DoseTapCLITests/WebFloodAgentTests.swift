@@ -69,7 +69,8 @@ struct WebFloodAgentTests {
             #expect(!FileManager.default.fileExists(atPath: played.path), "the player ran before the alarm: the test proves nothing")
 
             // The flood is kept up (closed connections reopened) until the alarm has played its sound.
-            let keeper = Task.detached { flood.keepUp(until: Date().addingTimeInterval(minute.timeIntervalSinceNow + 90)) { FileManager.default.fileExists(atPath: played.path) } }
+            // On a thread of its own: a blocking loop on the cooperative pool stalls every other test of the process.
+            let keeper = Task { await onOwnThread { flood.keepUp(until: Date().addingTimeInterval(minute.timeIntervalSinceNow + 90)) { FileManager.default.fileExists(atPath: played.path) } } }
             #expect(await log.wait(for: "Alarm \(hhmm): ringing", timeout: minute.timeIntervalSinceNow + 60) != nil,
                     "\(log.all.suffix(30).joined(separator: "\n"))")
             let heard = await keeper.value
