@@ -1,4 +1,5 @@
 import DoseTapStore
+import DoseTapTesting
 import Foundation
 import Subprocess
 import Testing

@@ -11,7 +11,7 @@ import Glibc
 
 /// A raw TCP client: connect from `source` (any 127.0.0.0/8 address: a second "client" on loopback), write,
 /// and tell whether the server closed the connection.
-final class RawConnection {
+final class RawConnection: @unchecked Sendable {
     let fd: Int32
 
     init(port: Int, source: String = "127.0.0.1", send text: String = "") throws {
@@ -100,19 +100,22 @@ struct ConnectionLimitTests {
         try await withListener(WebLimits(tcpConnections: 3, tcpPerClient: 2, unixConnections: 1, headerTimeout: 600)) { port in
             // Three half-open connections from 127.0.0.1: two fit its share, one is closed.
             let first = try (0..<3).map { _ in try RawConnection(port: port, send: Self.partialHead) }
-            #expect(await Self.closedCount(first, expected: 1) == 1)
+            // Blocking waits on threads of their own (onOwnThread): on the cooperative pool they stall the listener's
+            // own handlers and every other test of the process.
+            #expect(await onOwnThread { Self.closedCount(first, expected: 1) } == 1)
             // Two from 127.0.0.2: one fits the overall cap of 3, the other is closed.
             let second = try (0..<2).map { _ in try RawConnection(port: port, source: "127.0.0.2", send: Self.partialHead) }
-            #expect(await Self.closedCount(second, expected: 1) == 1)
+            #expect(await onOwnThread { Self.closedCount(second, expected: 1) } == 1)
             // A connection that ends gives its place back: a whole request is then answered.
-            let open = (first + second).filter { !$0.closedByServer(within: 0) }
+            let all = first + second
+            let open = await onOwnThread { all.filter { !$0.closedByServer(within: 0) } }
             #expect(open.count == 3)
             _ = open.first.map { shutdown($0.fd, Int32(SHUT_RDWR)) }
             var answer = ""
             for _ in 0..<100 where !answer.hasPrefix("HTTP/1.1 ") {
                 let request = try RawConnection(port: port, source: "127.0.0.2",
                                                 send: "GET /api/tonight HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                answer = request.readAll(timeout: 10)
+                answer = await onOwnThread { request.readAll(timeout: 10) }
                 if !answer.hasPrefix("HTTP/1.1 ") { try await Task.sleep(for: .milliseconds(100)) }
             }
             #expect(answer.hasPrefix("HTTP/1.1 401"), "\(answer)")
@@ -125,13 +128,13 @@ struct ConnectionLimitTests {
             let silent = try RawConnection(port: port)
             let partial = try RawConnection(port: port, send: Self.partialHead)
             // Generous: a loaded machine; the point is that they are closed at all (they never were).
-            #expect(silent.closedByServer(within: 60))
-            #expect(partial.closedByServer(within: 60))
+            #expect(await onOwnThread { silent.closedByServer(within: 60) })
+            #expect(await onOwnThread { partial.closedByServer(within: 60) })
         }
     }
 
     /// How many of `connections` the server closes: waits (generously) for `expected`, then a moment for more.
-    static func closedCount(_ connections: [RawConnection], expected: Int) async -> Int {
+    static func closedCount(_ connections: [RawConnection], expected: Int) -> Int {
         var closed = Set<Int>()
         let end = Date().addingTimeInterval(30)
         while closed.count < expected, Date() < end {

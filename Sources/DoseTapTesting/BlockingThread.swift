@@ -4,7 +4,7 @@ import Foundation
 /// cooperative pool it would hold one of its threads — two on a 2-core machine — for as long as it runs, and
 /// every other test of the process (their timers, their agents' log readers) would stall behind it: a 1 s
 /// timeout was seen to fire 50 s late, and a CLI took 20 s, under the soak and flood tests.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         let thread = Thread { continuation.resume(returning: body()) }
         thread.stackSize = 1 << 20
