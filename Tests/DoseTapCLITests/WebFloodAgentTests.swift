@@ -50,7 +50,7 @@ struct WebFloodAgentTests {
             #expect(await log.wait(for: "web dashboard listening", count: 2, timeout: 120) != nil, "\(log.all.joined(separator: "\n"))")
             // The flood: 700 half-open connections (silent after the handshake).
             let flood = Flood(port: port, count: Self.flood)
-            let closed = flood.waitForClosed(atLeast: Self.flood - 200, timeout: 60)
+            let closed = await onOwnThread { flood.waitForClosed(atLeast: Self.flood - 200, timeout: 60) }
             #expect(closed >= Self.flood - 200, "only \(closed) of \(Self.flood) connections were closed: \(log.all.suffix(20).joined(separator: "\n"))")
             // The agent's log reaches this process later than its closes do (a loaded machine): wait for the line.
             #expect(await log.wait(for: "too many connections", timeout: 60) != nil, "\(log.all.suffix(20).joined(separator: "\n"))")
