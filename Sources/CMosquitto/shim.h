@@ -1,2 +1,1 @@
 #include <mosquitto.h>
-#include <mqtt_protocol.h>
