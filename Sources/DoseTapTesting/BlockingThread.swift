@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs a blocking loop (sockets, `usleep`) on a thread of its own and awaits its result. On the
 /// cooperative pool it would hold one of its threads — two on a 2-core machine — for as long as it runs, and
@@ -10,4 +11,12 @@ public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async 
         thread.stackSize = 1 << 20
         thread.start()
     }
+}
+
+/// A one-way flag set from one task and read from another (a test's "this attempt counted").
+public final class Flag: Sendable {
+    private let value = Mutex(false)
+    public init() {}
+    public var isSet: Bool { value.withLock { $0 } }
+    public func set() { value.withLock { $0 = true } }
 }

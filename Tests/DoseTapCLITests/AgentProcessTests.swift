@@ -209,22 +209,34 @@ struct AgentReminderTests {
 
     @Test("Dose 2 taken before the reminder: the reminder never rings")
     func cancelled() async throws {
-        let cli = try CLI()
-        let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
-        // The reminder is due in 25 s (room for a busy 2-core machine to start the agent and run the CLI); Dose 2 is taken now.
-        let due = Date().addingTimeInterval(25)
-        let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: due.addingTimeInterval(-165 * 60),
-                              timeZone: "America/New_York", source: .cli)
-        try repo.append([dose1])
-        let log = try await withAgent(cli) { log in
-            _ = await log.wait(for: "night scheduled", timeout: 8)
-            let take = try await cli.run(["dose", "take"], tz: "America/New_York")
-            #expect(take.exitCode == 0, "\(take.err)")
-            try #require(Date() < due, "the machine was too slow to take Dose 2 before the reminder: the test proves nothing")
-            #expect(await log.wait(for: "reminders cancelled", timeout: 3) != nil, "\(log.all.joined(separator: "\n"))")
-            try await Task.sleep(until: .now + .seconds(max(0, due.timeIntervalSinceNow) + 2), clock: .continuous)
+        // The reminder must fall due while the agent runs, after Dose 2 was taken: a wall-clock race a busy
+        // 2-core machine can lose (the first half-minute of the parallel suite starts hundreds of tests). So
+        // Dose 1 is written once the agent is up, and a lost race is run again with more room; only the
+        // attempt that took Dose 2 in time counts, and one of them must.
+        var proved = false
+        for margin in [20.0, 60.0, 120.0] where !proved {
+            let cli = try CLI()
+            let repo = DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory))
+            let box = Flag()
+            let log = try await withAgent(cli) { log in
+                _ = await log.wait(for: "agent starting", timeout: 10)
+                let due = Date().addingTimeInterval(margin)
+                let dose1 = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: due.addingTimeInterval(-165 * 60),
+                                      timeZone: "America/New_York", source: .cli)
+                try repo.append([dose1])
+                _ = await log.wait(for: "night scheduled", timeout: 10)
+                let take = try await cli.run(["dose", "take"], tz: "America/New_York")
+                #expect(take.exitCode == 0, "\(take.err)")
+                guard Date() < due.addingTimeInterval(-1) else { return }   // too slow: this attempt proves nothing
+                box.set()
+                #expect(await log.wait(for: "reminders cancelled", timeout: 5) != nil, "\(log.all.joined(separator: "\n"))")
+                try await Task.sleep(until: .now + .seconds(max(0, due.timeIntervalSinceNow) + 2), clock: .continuous)
+            }
+            guard box.isSet else { continue }
+            proved = true
+            #expect(log.filter { $0.contains("Time for Dose 2") }.isEmpty, "\(log.joined(separator: "\n"))")
         }
-        #expect(log.filter { $0.contains("Time for Dose 2") }.isEmpty)
+        #expect(proved, "the machine was too slow to take Dose 2 before the reminder in three attempts (20, 60, 120 s)")
     }
 
     @Test("the night closes with window_expired when the agent is running at close")

@@ -17,12 +17,6 @@ import Glibc
 struct SoakTests {
     static let stranger = "C4:7C:8D:6A:11:22"
 
-    final class Flag: Sendable {
-        private let value = Mutex(false)
-        var isSet: Bool { value.withLock { $0 } }
-        func set() { value.withLock { $0 = true } }
-    }
-
     /// What the kernel says of a process: open descriptors, threads, resident memory (kB).
     struct Footprint: CustomStringConvertible {
         var descriptors: Int
