@@ -1,1 +1,2 @@
 #include <mosquitto.h>
+#include <mqtt_protocol.h>

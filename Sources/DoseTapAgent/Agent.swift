@@ -132,7 +132,8 @@ public enum Agent {
         let household = HouseholdService(
             identity: identity, database: database, broker: broker,
             delivery: BackupDelivery(http: AsyncHTTPOutbound(), clock: TimerFDScheduler.shared, wording: .init(household: identity.name),
-                                     pushTokenFile: configuration.current.pushTokenFile, phone: configuration.current.phone, logger: logger),
+                                     pushTokenFile: configuration.current.pushTokenFile, pushServer: configuration.current.pushServer,
+                                     phone: configuration.current.phone, logger: logger),
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
             stopPrimary: { id in alarms.currentRing?.alarmID == id && alarms.stop(by: .household) },
             statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold())
@@ -286,7 +287,8 @@ func householdLink(_ settings: MQTTSettings?, identity: HouseholdIdentity, logge
         let client = try MQTTClient(clientID: "dosetap-\(identity.device)", username: settings.username, password: password, will: will,
                                     logger: logger)
         if tls || settings.caFile != nil { try client.useTLS(caFile: settings.caFile) }
-        return .success(HouseholdLink(client: client, host: host, port: url.port ?? (tls ? 8883 : 1883), url: settings.url))
+        return .success(HouseholdLink(client: client, host: host, port: url.port ?? (tls ? 8883 : 1883), url: settings.url,
+                                      anonymous: settings.username == nil))
     } catch {
         logger.error("the household broker is off: \(error)", metadata: ["broker": "\(settings.url)"])
         return .failure(HouseholdLink.Refused(url: settings.url, reason: "\(error)"))

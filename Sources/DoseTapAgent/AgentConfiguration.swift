@@ -37,6 +37,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var mqtt: MQTTSettings?
     /// `[push] token_file`: an ntfy access token for `push:` targets on a protected server.
     public var pushTokenFile: String?
+    /// `[push] server`: the only server (`https://ntfy.example.org`) the push token is sent to; required with a token.
+    public var pushServer: String?
     /// `[phone]`: the Twilio-compatible account that places `phone:` calls.
     public var phone: PhoneSettings?
     /// `[web] listen`: the TCP addresses of the dashboard (#14); the Unix socket is always there.
@@ -160,7 +162,7 @@ public struct AgentConfiguration: Sendable, Equatable {
         var config = AgentConfiguration()
         let known: [String: Set<String>] = ["alarm": ["time"], "battery": ["poll_seconds"], "alerts": ["command"],
                                             "household": ["name", "device"], "mqtt": ["url", "username", "password_file", "ca_file"],
-                                            "push": ["token_file"], "phone": ["url", "account", "token_file", "from"],
+                                            "push": ["token_file", "server"], "phone": ["url", "account", "token_file", "from", "household_numbers"],
                                             "web": ["listen", "rate_burst", "rate_refuse_above"], "home_assistant": ["enabled", "discovery_prefix", "buttons"]]
         for key in table.keys {
             guard let allowed = known[key] else { throw ConfigurationError("\(source): unknown section '\(key)'") }
@@ -205,8 +207,22 @@ public struct AgentConfiguration: Sendable, Equatable {
         if let homeAssistant = table["home_assistant"]?.table {
             config.homeAssistant = try HomeAssistantSettings.parse(homeAssistant, source: source)
         }
-        if let push = table["push"]?.table, let value = push["token_file"] {
-            config.pushTokenFile = try secretFile(value.string, key: "push.token_file", source: source)
+        if let push = table["push"]?.table {
+            if let value = push["server"] {
+                guard let text = value.string, let parts = URLComponents(string: text), let scheme = parts.scheme?.lowercased(),
+                      scheme == "https" || scheme == "http", parts.host?.isEmpty == false, parts.user == nil, parts.password == nil,
+                      parts.query == nil, parts.path.isEmpty || parts.path == "/" else {
+                    throw ConfigurationError("\(source): push.server must be the ntfy server the token is for, such as https://ntfy.sh")
+                }
+                config.pushServer = text
+            }
+            if let value = push["token_file"] {
+                config.pushTokenFile = try secretFile(value.string, key: "push.token_file", source: source)
+                // A token with no server named would go wherever a plan points: refused.
+                guard config.pushServer != nil else {
+                    throw ConfigurationError("\(source): push.token_file needs push.server, the only server the token is sent to (such as https://ntfy.sh)")
+                }
+            }
         }
         if let phone = table["phone"]?.table {
             config.phone = try PhoneSettings.parse(phone, source: source)
@@ -463,18 +479,23 @@ func readSecret(_ path: String) -> Result<String, ConfigurationError> {
 /// account = "AC0123…"                 # the account SID
 /// token_file = "/home/jen/.config/dosetap/twilio-token"   # the auth token, chmod 600
 /// from = "+15550001111"               # the calling number
+/// household_numbers = ["+15551234567"] # numbers this account may call for another device's alarm (default none)
 /// ```
 public struct PhoneSettings: Sendable, Equatable {
     public var url: String
     public var account: String
     public var tokenFile: String
     public var from: String
+    /// In E.164: the only numbers this device calls when it backs up another device's alarm (its own alarms'
+    /// phone targets are always called).
+    public var householdNumbers: [String]
 
-    public init(url: String, account: String, tokenFile: String, from: String) {
+    public init(url: String, account: String, tokenFile: String, from: String, householdNumbers: [String] = []) {
         self.url = url
         self.account = account
         self.tokenFile = tokenFile
         self.from = from
+        self.householdNumbers = householdNumbers
     }
 
     static func parse(_ table: TOMLTable, source: String) throws(ConfigurationError) -> PhoneSettings {
@@ -490,6 +511,19 @@ public struct PhoneSettings: Sendable, Equatable {
         guard let fromText = table["from"]?.string, let from = try? BackupTarget(parsing: "phone:" + fromText), case .phone(let number) = from else {
             throw ConfigurationError("\(source): phone.from must be the calling number, such as +15550001111")
         }
-        return PhoneSettings(url: url.hasSuffix("/") ? String(url.dropLast()) : url, account: account, tokenFile: token, from: number)
+        var numbers: [String] = []
+        if let value = table["household_numbers"] {
+            guard let list = value.array, list.count <= 32 else {
+                throw ConfigurationError("\(source): phone.household_numbers must be a list of numbers such as [\"+15551234567\"] (at most 32)")
+            }
+            for item in list {
+                guard let text = item.string, let target = try? BackupTarget(parsing: "phone:" + text), case .phone(let allowed) = target else {
+                    throw ConfigurationError("\(source): phone.household_numbers: every item must be a phone number such as \"+15551234567\"")
+                }
+                if !numbers.contains(allowed) { numbers.append(allowed) }
+            }
+        }
+        return PhoneSettings(url: url.hasSuffix("/") ? String(url.dropLast()) : url, account: account, tokenFile: token, from: number,
+                             householdNumbers: numbers)
     }
 }

@@ -462,6 +462,11 @@ public final class DoseTapDatabase: Sendable {
                 );
                 """)
         }
+        // #25: when this agent first held each occurrence (its own clock): a survivor sends a gone owner's push
+        // or call only from an occurrence held ahead of it and before the owner went away.
+        migrator.registerMigration("v10-household-held") { db in
+            try db.execute(sql: "ALTER TABLE household_occurrence ADD COLUMN held_at REAL")
+        }
         return migrator
     }
 

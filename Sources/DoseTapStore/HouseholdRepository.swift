@@ -24,14 +24,17 @@ public struct HouseholdRepository: Sendable {
                       let strings = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return nil }
                 let targets = strings.compactMap { try? BackupTarget(parsing: $0) }
                 guard targets.count == strings.count else { return nil }
-                return KnownOccurrence(key: OccurrenceKey(owner: owner, alarmID: alarm, at: at), label: label, time: time, targets: targets)
+                let held = Double.fromDatabaseValue(row["held_at"]).flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil }
+                return KnownOccurrence(key: OccurrenceKey(owner: owner, alarmID: alarm, at: at), label: label, time: time, targets: targets,
+                                       heldAt: held)
             }
         }
     }
 
     /// Takes a plan as received (or published): its occurrences from `now` on replace the future ones known
     /// for that alarm; occurrences already under way are kept as they were planned. A withdrawn plan (nil)
-    /// removes the future ones. Returns whether anything changed.
+    /// removes the future ones. An occurrence planned again as it was keeps when it was first held
+    /// (`KnownOccurrence.heldAt`); a new or changed one is held from `now`. Returns whether anything changed.
     @discardableResult
     public func applyPlan(owner: String, alarmID: Int, _ plan: KnownPlan?, now: Date) throws -> Bool {
         let cut = Int64(now.timeIntervalSince1970.rounded(.down))
@@ -41,15 +44,25 @@ public struct HouseholdRepository: Sendable {
                                  arguments: [owner, alarmID]).map { "\($0)" }
             }
             let before = try rows()
+            var held: [Int64: (content: String, at: Double?)] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT at, label, time, targets, held_at FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ?
+                """, arguments: [owner, alarmID, cut]) {
+                guard let at = Int64.fromDatabaseValue(row["at"]) else { continue }
+                let content = "\(String.fromDatabaseValue(row["label"]) ?? "")|\(String.fromDatabaseValue(row["time"]) ?? "")|\(String.fromDatabaseValue(row["targets"]) ?? "")"
+                held[at] = (content, Double.fromDatabaseValue(row["held_at"]))
+            }
             try db.execute(sql: "DELETE FROM household_occurrence WHERE owner = ? AND alarm_id = ? AND at > ?", arguments: [owner, alarmID, cut])
             if let plan {
                 let targets = String(decoding: HouseholdMessage.encode(plan.targets.map(\.description)), as: UTF8.self)
+                let content = "\(plan.label)|\(plan.time)|\(targets)"
                 for at in plan.occurrences {
+                    let since = held[at].flatMap { $0.content == content ? $0.at : nil } ?? now.timeIntervalSince1970
                     // A past occurrence is taken only when it is new to us (a plan heard late, after the broker
                     // came back): one already known keeps the list it was planned with.
                     try db.execute(sql: """
-                        INSERT OR IGNORE INTO household_occurrence (owner, alarm_id, at, label, time, targets) VALUES (?, ?, ?, ?, ?, ?)
-                        """, arguments: [owner, alarmID, at, plan.label, plan.time, targets])
+                        INSERT OR IGNORE INTO household_occurrence (owner, alarm_id, at, label, time, targets, held_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [owner, alarmID, at, plan.label, plan.time, targets, since])
                 }
             }
             return try rows() != before

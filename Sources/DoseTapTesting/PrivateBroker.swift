@@ -4,15 +4,32 @@ import Subprocess
 import Glibc
 #endif
 
-/// A real `mosquitto` (Debian's) on a free loopback port for one test, anonymous, no persistence; killed
-/// afterwards. `restart` kills it and starts it again on the same port (the broker restarting).
+/// A real `mosquitto` (Debian's) on a free loopback port for one test, no persistence; killed afterwards.
+/// Anonymous by default; with `users`, one password per user (`password(for:)`), no anonymous clients, and
+/// `acl` as its ACL file (`householdACL`: the ACL of docs/household.md). `restart` kills it and starts it
+/// again on the same port (the broker restarting).
 public enum PrivateBroker {
     public struct Broker: Sendable {
         public var port: Int
         let config: String
     }
 
-    public static func run<R: Sendable>(_ body: @Sendable (Broker) async throws -> R) async throws -> R {
+    /// The ACL of docs/household.md for the household topic level `household` (a test checks the docs say
+    /// the same).
+    public static func householdACL(_ household: String) -> String {
+        """
+        pattern read  dosetap/\(household)/#
+        pattern write dosetap/\(household)/peer/%u
+        pattern write dosetap/\(household)/plan/%u/#
+        pattern write dosetap/\(household)/answer/%u/#
+        pattern write dosetap/\(household)/claim/#
+        """
+    }
+
+    /// The password of `user` on a broker started with `users`.
+    public static func password(for user: String) -> String { "pw-\(user)-7f3a" }
+
+    public static func run<R: Sendable>(users: [String] = [], acl: String? = nil, _ body: @Sendable (Broker) async throws -> R) async throws -> R {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -20,14 +37,30 @@ public enum PrivateBroker {
         // server, another broker) can take it before mosquitto does; mosquitto then exits and the port
         // answers something that is not MQTT. So the broker is proved by an MQTT handshake, and another port
         // is tried when the answer is not a CONNACK.
+        var access = "allow_anonymous true\n"
+        if !users.isEmpty {
+            let passwords = dir.appendingPathComponent("passwd")
+            try users.map { "\($0):\(password(for: $0))" }.joined(separator: "\n").appending("\n").write(to: passwords, atomically: true, encoding: .utf8)
+            // Readable by all (a throwaway test file): mosquitto started as root reads it after dropping to its own user.
+            chmod(passwords.path, 0o644)
+            // mosquitto_passwd -U hashes a file of user:password lines in place.
+            let hashed = try await Subprocess.run(.path("/usr/bin/mosquitto_passwd"), arguments: ["-U", passwords.path], input: .none,
+                                                  output: .discarded, error: .discarded)
+            guard hashed.terminationStatus.isSuccess else { throw FixtureError("mosquitto_passwd -U failed") }
+            access = "allow_anonymous false\npassword_file \(passwords.path)\n"
+        }
+        if let acl {
+            let file = dir.appendingPathComponent("acl")
+            try (acl + "\n").write(to: file, atomically: true, encoding: .utf8)
+            access += "acl_file \(file.path)\n"
+        }
         var started: (broker: Broker, task: Task<Void, any Error>)?
         for attempt in 1...5 {
             let port = try freePort()
             let config = dir.appendingPathComponent("mosquitto-\(attempt).conf")
             try """
                 listener \(port) 127.0.0.1
-                allow_anonymous true
-                persistence false
+                \(access)persistence false
                 log_dest none
                 """.write(to: config, atomically: true, encoding: .utf8)
             let broker = Broker(port: port, config: config.path)
@@ -100,8 +133,9 @@ public enum PrivateBroker {
         throw FixtureError("mosquitto did not listen on port \(port)")
     }
 
-    /// One MQTT 3.1.1 CONNECT (clean session, empty client id): true for a CONNACK that accepts, false for
-    /// any other answer or none within 2 s, nil when the connection is refused.
+    /// One MQTT 3.1.1 CONNECT (clean session, empty client id, anonymous): true for a CONNACK (one that accepts,
+    /// or refuses an anonymous client: mosquitto answered), false for any other answer or none within 2 s, nil
+    /// when the connection is refused.
     static func handshake(_ port: Int) -> Bool? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
@@ -125,6 +159,6 @@ public enum PrivateBroker {
             guard n > 0 else { return false }
             got += n
         }
-        return answer[0] == 0x20 && answer[1] == 0x02 && answer[3] == 0x00
+        return answer[0] == 0x20 && answer[1] == 0x02 && (answer[3] == 0x00 || answer[3] == 0x05)
     }
 }

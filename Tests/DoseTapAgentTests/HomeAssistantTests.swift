@@ -360,6 +360,26 @@ struct HomeAssistantTests {
         }
     }
 
+    @Test("#25 finding 10: a press retained while the agent is connected is dropped, not executed; the next real press is")
+    func retainedPressWhileConnected() async throws {
+        try await PrivateBroker.run { broker in
+            let clock = FakeClock(Self.t, timeZone: Self.utc)
+            let agent = try Station(port: broker.port, clock: clock, buttons: [.stop, .snooze])
+            agent.start()
+            defer { agent.stop() }
+            let observer = try await BrokerObserver(port: broker.port, name: "obs", subscriptions: ["\(Self.base)/#"], clock: clock)
+            try await until("the states") { observer.last("\(Self.base)/alarm_ringing") == "OFF" }
+            agent.alarms.ringing.withLock { $0 = true }
+            // Retained, to a connected agent: the broker delivers it live (MQTT 3.1.1 clears the flag then).
+            try observer.press("\(Self.base)/command/stop", Array("PRESS".utf8), retain: true)
+            // Messages of one publisher arrive in order: this press is handled after the retained one.
+            try observer.press("\(Self.base)/command/snooze", Array("PRESS".utf8))
+            try await until("a press to be executed") { !agent.alarms.answers.withLock { $0 }.isEmpty }
+            #expect(agent.alarms.answers.withLock { $0 } == ["snooze:mqtt"], "the retained Stop must not be executed")
+            try observer.press("\(Self.base)/command/stop", [], retain: true)
+        }
+    }
+
     // MARK: Availability and events
 
     @Test("availability: online with the heartbeat, offline from the broker's last will when the link dies")

@@ -50,12 +50,13 @@ struct HouseholdServiceTests {
         let primaryStops = Locked<[Int]>([])
         let task = Locked<Task<Void, any Error>?>(nil)
 
-        init(name: String, port: Int, clock: FakeClock) throws {
+        /// - Parameter users: the broker has a user per device (`PrivateBroker.password(for:)`).
+        init(name: String, port: Int, clock: FakeClock, users: Bool = false) throws {
             self.name = name
             directory = freshDataFolder("dosetap-household-\(name)")
             database = try DoseTapDatabase(directory: directory)
             let identity = HouseholdIdentity(name: "Jen's family", device: name)
-            client = try MQTTClient(clientID: "dosetap-\(name)", will: .init(
+            client = try MQTTClient(clientID: "dosetap-\(name)", username: users ? name : nil, password: users ? PrivateBroker.password(for: name) : nil, will: .init(
                 topic: HouseholdTopic.peer(device: name).topic(household: identity.topic), payload: HouseholdMessage.encode(PeerMessage.offline)))
             let logger = Logger(label: "household.\(name)")
             let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
@@ -65,8 +66,10 @@ struct HouseholdServiceTests {
             let stops = self.primaryStops
             service = HouseholdService(
                 identity: identity, database: database, link: HouseholdLink(client: client, host: "127.0.0.1", port: port, url: "mqtt://127.0.0.1:\(port)"),
-                delivery: BackupDelivery(http: http, clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
-                                         phone: PhoneSettings(url: "http://127.0.0.1:9", account: "AC1", tokenFile: Member.token(directory), from: "+15550001111"),
+                delivery: BackupDelivery(http: http, clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: Member.token(directory),
+                                         pushServer: "http://127.0.0.1:9",
+                                         phone: PhoneSettings(url: "http://127.0.0.1:9", account: "AC1", tokenFile: Member.token(directory), from: "+15550001111",
+                                                              householdNumbers: ["+15551234567"]),
                                          logger: logger),
                 ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil,
                 stopPrimary: { id in stops.withLock { $0.append(id) }; return true }, statusFile: nil,
@@ -127,13 +130,13 @@ struct HouseholdServiceTests {
 
     /// A household on `broker` whose owner has alarm 1 at 05:00 daily with `targets`, every agent started and
     /// the plan heard by the others.
-    func household(_ broker: PrivateBroker.Broker, targets: [String]) async throws -> Household {
+    func household(_ broker: PrivateBroker.Broker, targets: [String], repetition: String = "daily", users: Bool = false) async throws -> Household {
         let clock = FakeClock(Self.at(-10), timeZone: Self.utc)
-        let h = Household(clock: clock, owner: try Member(name: "jen-laptop", port: broker.port, clock: clock),
-                          bedroom: try Member(name: "bedroom-pi", port: broker.port, clock: clock),
-                          kitchen: try Member(name: "kitchen", port: broker.port, clock: clock))
+        let h = Household(clock: clock, owner: try Member(name: "jen-laptop", port: broker.port, clock: clock, users: users),
+                          bedroom: try Member(name: "bedroom-pi", port: broker.port, clock: clock, users: users),
+                          kitchen: try Member(name: "kitchen", port: broker.port, clock: clock, users: users))
         let alarms = AlarmUseCases(store: DataStore(database: h.owner.database), clock: clock, battery: { nil })
-        let id = try alarms.add(.init(time: "05:00", label: "Wake", repetition: "daily")).alarm.id
+        let id = try alarms.add(.init(time: "05:00", label: "Wake", repetition: repetition)).alarm.id
         let household = AlarmUseCases.Household(device: "jen-laptop", hasBroker: true)
         for target in targets { _ = try alarms.changeBackups(id: id, .add(target), household: household) }
         _ = try alarms.changeBackups(id: id, .on, household: household)
@@ -175,6 +178,8 @@ struct HouseholdServiceTests {
             #expect(h.kitchen.rang == [key(4)], "kitchen rang once, at T+4")
             let sent = h.bedroom.http.urls + h.kitchen.http.urls
             #expect(sent.filter { $0 == Self.push }.count == 1, "the push exactly once: \(sent)")
+            let pushes = (h.bedroom.http.requests.withLock { $0 } + h.kitchen.http.requests.withLock { $0 }).filter { $0.url == Self.push }
+            #expect(pushes.allSatisfy { $0.headers["Authorization"] == "Bearer secret" }, "the token goes to the server it is for")
             #expect(sent.filter { $0.hasSuffix("/Calls.json") }.count == 1, "the call exactly once: \(sent)")
             #expect(h.owner.http.urls.isEmpty)
             let tried = SlotKey(occurrence: OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0)), target: SlotKey.allTried, at: key(10))
@@ -249,9 +254,9 @@ struct HouseholdServiceTests {
             let topic = HouseholdTopic.slug("Jen's family")
             let known = OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0))
             let unknown = OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0) + 7 * 86_400 + 60)
-            try mallory.publish(HouseholdTopic.answer(known, kind: .stop).topic(household: topic),
+            try mallory.publish(HouseholdTopic.answer(known, kind: .stop, by: "mallory").topic(household: topic),
                                 HouseholdMessage.encode(AnswerMessage(by: "mallory", at: key(0) + 1, target: nil)), retain: true)
-            try mallory.publish(HouseholdTopic.answer(unknown, kind: .stop).topic(household: topic),
+            try mallory.publish(HouseholdTopic.answer(unknown, kind: .stop, by: "jen-laptop").topic(household: topic),
                                 HouseholdMessage.encode(AnswerMessage(by: "jen-laptop", at: unknown.at + 1, target: nil)), retain: false)
             try mallory.publish(HouseholdTopic.plan(owner: "jen-laptop", alarmID: 1).topic(household: topic) + "/x", Array("{".utf8), retain: false)
             try mallory.publish("dosetap/\(topic)/dose/take", Array("{}".utf8), retain: false)

@@ -34,4 +34,26 @@ struct HouseholdStatusTests {
         #expect(none[1].hasPrefix("Broker: none ([mqtt] url in config.toml) — push and phone backups are sent from this machine"))
         #expect(none.suffix(2) == ["Peers: none seen", "Cascades in progress: none"])
     }
+
+    @Test("#25: a warning line for a broker without a user name, and for plain mqtt:// beyond loopback; none for the safe configuration")
+    func warnings() throws {
+        func status(_ url: String, anonymous: Bool?) throws -> [String] {
+            let flag = anonymous.map { ",\"anonymous\":\($0)" } ?? ""
+            return try lines("""
+                {"pid":1,"device":"vm","household":null,"topic":"dosetap/home","broker":{"configured":true,"url":"\(url)"\(flag),"connected":true,
+                 "since":"2026-11-24T05:01:00Z"},"peers":[],"cascades":[]}
+                """).filter { $0.hasPrefix("Warning:") }
+        }
+        let anonymous = "Warning: the broker is used without a user name: anyone who reaches it can read the household and forge its messages; give each device its own user and the ACL (docs/household.md)"
+        let plain = "Warning: plain mqtt:// over the network: anyone on it can read the passwords and messages and forge them; use mqtts:// (docs/household.md)"
+        #expect(try status("mqtts://pi.local:8883", anonymous: false) == [])
+        #expect(try status("mqtt://127.0.0.1:1883", anonymous: false) == [], "plain on loopback is fine")
+        #expect(try status("mqtt://localhost", anonymous: false) == [])
+        #expect(try status("mqtt://[::1]:1883", anonymous: false) == [])
+        #expect(try status("mqtts://pi.local:8883", anonymous: true) == [anonymous])
+        #expect(try status("mqtts://pi.local:8883", anonymous: nil) == [anonymous], "an agent that does not say is taken as anonymous")
+        #expect(try status("mqtt://pi.local:1883", anonymous: false) == [plain])
+        #expect(try status("mqtt://127.evil.example:1883", anonymous: false) == [plain])
+        #expect(try status("MQTT://192.168.1.5", anonymous: true) == [anonymous, plain])
+    }
 }

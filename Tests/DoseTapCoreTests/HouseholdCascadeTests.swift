@@ -9,15 +9,18 @@ struct HouseholdCascadeTests {
     let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: HouseholdCascadeTests.t)
     var occurrence: KnownOccurrence {
         KnownOccurrence(key: key, label: "Wake", time: "05:00",
-                        targets: [.device("bedroom-pi"), .push("https://ntfy.sh/jen"), .phone("+15551234567")])
+                        targets: [.device("bedroom-pi"), .push("https://ntfy.sh/jen"), .phone("+15551234567")], heldAt: at(-60))
     }
     func at(_ minutes: Double) -> Date { Date(timeIntervalSince1970: TimeInterval(Self.t) + minutes * 60) }
     func slot(_ target: Int, _ minutes: Double) -> SlotKey {
         SlotKey(occurrence: key, target: target, at: Self.t + Int64(minutes * 60))
     }
+    /// The owner was seen online, then gone 30 minutes before T; the call's number is allowed here.
     func view(_ me: String, answers: [CascadeAnswer] = [], done: [SlotKey: SlotOutcome] = [:], claims: [SlotKey: SlotClaim] = [:],
-              online: Set<String>) -> HouseholdCascade.View {
-        HouseholdCascade.View(me: me, occurrences: [occurrence], answers: answers, done: done, claims: claims, online: online)
+              online: Set<String>, occurrence: KnownOccurrence? = nil, departed: [String: Date]? = nil,
+              callable: Set<String> = ["+15551234567"]) -> HouseholdCascade.View {
+        HouseholdCascade.View(me: me, occurrences: [occurrence ?? self.occurrence], answers: answers, done: done, claims: claims, online: online,
+                              departed: departed ?? ["jen-laptop": at(-30)], callable: callable)
     }
 
     @Test("the device target rings its own slot at T+2 (not a second before), only there, once")
@@ -108,6 +111,44 @@ struct HouseholdCascadeTests {
         #expect(HouseholdCascade.decide(view("bedroom-pi", online: []), now: at(12)).decisions.first == .ring(slot(0, 2), occurrence, round: 0))
     }
 
+    @Test("#25: a survivor sends only for an owner seen online then gone, from an occurrence held ahead of it and before the owner went")
+    func survivorNeedsKnownOwnerAndPlanAhead() {
+        let push = slot(1, 4)
+        let claimAt = at(4).addingTimeInterval(3)
+        func decisions(heldAt: Date?, departed: [String: Date]) -> [HouseholdCascade.Decision] {
+            var occ = occurrence
+            occ.heldAt = heldAt
+            return HouseholdCascade.decide(view("bedroom-pi", done: [slot(0, 2): .rang], online: ["bedroom-pi"], occurrence: occ, departed: departed),
+                                           now: claimAt).decisions
+        }
+        #expect(decisions(heldAt: at(-60), departed: ["jen-laptop": at(-30)]) == [.claim(push)])
+        #expect(decisions(heldAt: at(-60), departed: [:]) == [], "an owner never seen online (or seen only offline)")
+        #expect(decisions(heldAt: nil, departed: ["jen-laptop": at(-30)]) == [], "an occurrence held from no plan we know")
+        #expect(decisions(heldAt: at(-29.99), departed: ["jen-laptop": at(-30)]) == [], "held after the owner went")
+        #expect(decisions(heldAt: at(-30), departed: ["jen-laptop": at(-30)]) == [.claim(push)], "held as it went (the same instant)")
+        #expect(decisions(heldAt: at(0), departed: ["jen-laptop": at(1)]) == [], "a plan heard once its occurrence had come")
+        #expect(decisions(heldAt: at(-0.01), departed: ["jen-laptop": at(1)]) == [.claim(push)])
+    }
+
+    @Test("#25: a survivor calls only a number this device's owner allowed; the owner calls its own targets")
+    func callsNeedConsent() {
+        let call = slot(2, 6)
+        let claimAt = at(6).addingTimeInterval(3)
+        let done: [SlotKey: SlotOutcome] = [slot(0, 2): .rang, slot(1, 4): .sent]
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: done, online: ["bedroom-pi"]), now: claimAt).decisions == [.claim(call)])
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: done, online: ["bedroom-pi"], callable: ["+15551234568"]), now: claimAt).decisions == [])
+        #expect(HouseholdCascade.decide(view("bedroom-pi", done: done, online: ["bedroom-pi"], callable: []), now: claimAt).decisions == [])
+        #expect(HouseholdCascade.decide(view("jen-laptop", done: [slot(1, 4): .sent], online: [], callable: []), now: at(6)).decisions
+                == [.send(call, occurrence, .phone("+15551234567"))])
+    }
+
+    @Test("#25: the earliest answer of each device: the owner at T, a device target at its first slot, anyone else never")
+    func earliestAnswer() {
+        #expect(occurrence.earliestAnswer(by: "jen-laptop") == at(0))
+        #expect(occurrence.earliestAnswer(by: "bedroom-pi") == at(2))
+        #expect(occurrence.earliestAnswer(by: "kitchen") == nil)
+    }
+
     /// A household of three agents replaying random Stop/Snooze/silence/crash sequences: each slot is done
     /// by at most one agent and at most once, never after a Stop, and device slots fire in time order.
     @Test("property: each slot at most once, never after Stop, always one of the cascade's slots, in order (random answers, crashes, presence)")
@@ -116,7 +157,8 @@ struct HouseholdCascadeTests {
                             Gen.int(in: 0...2).array(of: 30...30)) { kinds, steps, who in
             let agents = ["jen-laptop", "bedroom-pi", "kitchen"]
             let occ = KnownOccurrence(key: key, label: "Wake", time: "05:00",
-                                      targets: [.device("bedroom-pi"), .device("kitchen"), .push("https://ntfy.sh/jen"), .phone("+15551234567")])
+                                      targets: [.device("bedroom-pi"), .device("kitchen"), .push("https://ntfy.sh/jen"), .phone("+15551234567")],
+                                      heldAt: at(-60))
             var done: [String: [SlotKey: SlotOutcome]] = Dictionary(uniqueKeysWithValues: agents.map { ($0, [:]) })
             var claims: [SlotKey: SlotClaim] = [:]
             var answers: [CascadeAnswer] = []
@@ -138,7 +180,8 @@ struct HouseholdCascadeTests {
                 default: break
                 }
                 for me in agents where alive.contains(me) {
-                    let v = HouseholdCascade.View(me: me, occurrences: [occ], answers: answers, done: done[me]!, claims: claims, online: alive)
+                    let v = HouseholdCascade.View(me: me, occurrences: [occ], answers: answers, done: done[me]!, claims: claims, online: alive,
+                                                  departed: Dictionary(uniqueKeysWithValues: agents.map { ($0, at(-1)) }), callable: ["+15551234567"])
                     for decision in HouseholdCascade.decide(v, now: now).decisions {
                         switch decision {
                         case .ring(let slot, _, _):
@@ -192,8 +235,8 @@ struct HouseholdMessageTests {
     @Test("topics round-trip")
     func topics() throws {
         let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: 1_800_000_000)
-        for topic in [HouseholdTopic.peer(device: "bedroom-pi"), .plan(owner: "jen-laptop", alarmID: 3), .answer(key, kind: .stop),
-                      .answer(key, kind: .snooze), .claim(SlotKey(occurrence: key, target: 2, at: 1_800_000_360))] {
+        for topic in [HouseholdTopic.peer(device: "bedroom-pi"), .plan(owner: "jen-laptop", alarmID: 3), .answer(key, kind: .stop, by: "bedroom-pi"),
+                      .answer(key, kind: .snooze, by: "jen-laptop"), .claim(SlotKey(occurrence: key, target: 2, at: 1_800_000_360))] {
             #expect(try HouseholdTopic(parsing: topic.topic(household: household), household: household) == topic)
         }
     }
@@ -231,24 +274,45 @@ struct HouseholdMessageTests {
         }
     }
 
+    @Test("#25: a plan carries push URLs without their user, password, query or fragment; tokens go to their server only")
+    func pushSecrets() throws {
+        let secret = try BackupTarget(parsing: "push:https://jen:tk_abc@ntfy.example.org:8443/jen-7f?auth=tk_xyz#frag")
+        #expect(secret.published == .push("https://ntfy.example.org:8443/jen-7f"))
+        #expect(BackupTarget.push("https://ntfy.sh/jen").published == .push("https://ntfy.sh/jen"))
+        #expect(BackupTarget.phone("+15551234567").published == .phone("+15551234567"))
+        let plan = PlanMessage(label: "Wake", time: "05:00", occurrences: [1_800_000_000], targets: [secret])
+        #expect(plan.targets == ["push:https://ntfy.example.org:8443/jen-7f"])
+        #expect(BackupTarget.sameOrigin("https://ntfy.sh/jen", "https://ntfy.sh"))
+        #expect(BackupTarget.sameOrigin("https://NTFY.sh:443/jen", "https://ntfy.sh/"))
+        #expect(!BackupTarget.sameOrigin("http://ntfy.sh/jen", "https://ntfy.sh"), "not downgraded to plain http")
+        #expect(!BackupTarget.sameOrigin("https://ntfy.sh.attacker.example/jen", "https://ntfy.sh"))
+        #expect(!BackupTarget.sameOrigin("https://ntfy.sh:8443/jen", "https://ntfy.sh"))
+        #expect(!BackupTarget.sameOrigin("https://attacker.example/ntfy.sh", "https://ntfy.sh"))
+    }
+
     @Test("topics of another household, unknown kinds, look-alike names, bad numbers are refused")
     func badTopics() {
         for topic in ["dosetap/other/peer/a", "dosetap/jen-s-family/peer/bеdroom", "dosetap/jen-s-family/peer/a/b", "dosetap/jen-s-family/dose/a",
-                      "dosetap/jen-s-family/answer/a/3/1800000000/maybe", "dosetap/jen-s-family/answer/a/3/-1/stop",
-                      "dosetap/jen-s-family/answer/a/3/99999999999/stop", "dosetap/jen-s-family/claim/a/3/1800000000/40/1800000000",
+                      "dosetap/jen-s-family/answer/b/a/3/1800000000/maybe", "dosetap/jen-s-family/answer/b/a/3/-1/stop",
+                      "dosetap/jen-s-family/answer/b/a/3/99999999999/stop", "dosetap/jen-s-family/answer/a/3/1800000000/stop",
+                      "dosetap/jen-s-family/answer/../a/3/1800000000/stop", "dosetap/jen-s-family/claim/a/3/1800000000/40/1800000000",
                       "dosetap/jen-s-family/plan/a/x", "dosetap/jen-s-family/peer/a\u{7}"] {
             #expect(throws: HouseholdMessageError.self, "\(topic)") { _ = try HouseholdTopic(parsing: topic, household: household) }
         }
     }
 
-    @Test("answers: from a valid name, not before their occurrence, a target in range")
+    @Test("answers: from the device of their topic (#25), not before their occurrence, a target in range")
     func answers() throws {
         let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: 1_800_000_000)
-        let topic = HouseholdTopic.answer(key, kind: .snooze).topic(household: household)
+        let topic = HouseholdTopic.answer(key, kind: .snooze, by: "bedroom-pi").topic(household: household)
+        #expect(topic == "dosetap/jen-s-family/answer/bedroom-pi/jen-laptop/3/1800000000/snooze")
         #expect(try HouseholdMessage.parse(topic: topic, payload: Array(#"{"by":"bedroom-pi","at":1800000200,"target":0}"#.utf8), household: household)
                 == .answer(CascadeAnswer(key: key, kind: .snooze, target: 0, at: 1_800_000_200, by: "bedroom-pi")))
-        for payload in [#"{"by":"bedroom-pi","at":1799999999}"#, #"{"by":"../x","at":1800000200}"#, #"{"by":"a","at":1800000200,"target":99}"#,
-                        #"{"by":"a","at":"now"}"#, #"{"at":1800000200}"#] {
+        #expect {
+            _ = try HouseholdMessage.parse(topic: topic, payload: Array(#"{"by":"jen-laptop","at":1800000200}"#.utf8), household: household)
+        } throws: { ($0 as? HouseholdMessageError)?.description.contains("not the device of its topic") == true }
+        for payload in [#"{"by":"bedroom-pi","at":1799999999}"#, #"{"by":"../x","at":1800000200}"#, #"{"by":"bedroom-pi","at":1800000200,"target":99}"#,
+                        #"{"by":"bedroom-pi","at":"now"}"#, #"{"at":1800000200}"#, #"{"by":"kitchen","at":1800000200}"#] {
             #expect(throws: HouseholdMessageError.self, "\(payload)") {
                 _ = try HouseholdMessage.parse(topic: topic, payload: Array(payload.utf8), household: household)
             }

@@ -23,11 +23,11 @@ struct StoreTests {
     func create() throws {
         let dir = try temporaryDirectory()
         let db = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household"])
+        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held"])
         #expect(try db.journalMode() == "wal")
         // Re-opening runs no migration twice.
         let again = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household"])
+        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held"])
     }
 
     /// GRDB's pool sets `synchronous = NORMAL` on its writer after the configuration's own set-up: in WAL mode
@@ -275,5 +275,29 @@ struct DoseLogStoreTests {
         // The append-only guard is back after the clear.
         _ = try take(DoseRepository(database: reopened), at: t0)
         #expect(throws: (any Error).self) { try reopened.writer.write { try $0.execute(sql: "DELETE FROM dose_event") } }
+    }
+}
+
+@Suite("The household's occurrences: when each was first held (#25)")
+struct HouseholdHeldTests {
+    @Test("an occurrence planned again as it was keeps when it was first held; a changed or new one is held from now; a past one heard late is held late")
+    func heldAt() throws {
+        let db = try DoseTapDatabase(directory: FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-held-\(UUID().uuidString)"))
+        let repo = HouseholdRepository(database: db)
+        let t: Int64 = 1_800_000_000
+        let first = Date(timeIntervalSince1970: TimeInterval(t - 3600))
+        let plan = KnownPlan(label: "Wake", time: "05:00", occurrences: [t, t + 86_400], targets: [.device("bedroom-pi")])
+        try repo.applyPlan(owner: "jen-laptop", alarmID: 1, plan, now: first)
+        let later = first.addingTimeInterval(600)
+        try repo.applyPlan(owner: "jen-laptop", alarmID: 1, plan, now: later)
+        #expect(try repo.occurrences().map(\.heldAt) == [first, first])
+        var changed = plan
+        changed.targets = [.device("bedroom-pi"), .push("https://ntfy.sh/x")]
+        changed.occurrences = [t, t + 86_400, t + 2 * 86_400]
+        try repo.applyPlan(owner: "jen-laptop", alarmID: 1, changed, now: later)
+        #expect(try repo.occurrences().map(\.heldAt) == [later, later, later])
+        let late = Date(timeIntervalSince1970: TimeInterval(t + 60))
+        try repo.applyPlan(owner: "garage", alarmID: 1, KnownPlan(label: "x", time: "05:00", occurrences: [t], targets: [.device("a")]), now: late)
+        #expect(try repo.occurrences().first { $0.key.owner == "garage" }?.heldAt == late)
     }
 }

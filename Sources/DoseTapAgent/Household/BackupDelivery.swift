@@ -27,20 +27,27 @@ public struct BackupDelivery: Sendable {
     private let clock: any Scheduling
     private let wording: Wording
     private let pushToken: @Sendable () -> Result<String, ConfigurationError>?
+    private let pushServer: String?
     private let phone: PhoneSettings?
     private let phoneToken: @Sendable () -> Result<String, ConfigurationError>?
     private let logger: Logger
 
-    public init(http: any OutboundHTTP, clock: any Scheduling, wording: Wording, pushTokenFile: String?, phone: PhoneSettings?,
-                logger: Logger) {
+    /// - Parameters:
+    ///   - pushServer: `[push] server`, the only origin the push token is sent to (none: the token is never sent).
+    public init(http: any OutboundHTTP, clock: any Scheduling, wording: Wording, pushTokenFile: String?, pushServer: String? = nil,
+                phone: PhoneSettings?, logger: Logger) {
         self.http = http
         self.clock = clock
         self.wording = wording
         pushToken = { pushTokenFile.map(readSecret) }
+        self.pushServer = pushServer
         self.phone = phone
         phoneToken = { phone.map { readSecret($0.tokenFile) } }
         self.logger = logger
     }
+
+    /// The numbers this device may call for another device's plan (`[phone] household_numbers`).
+    public var householdNumbers: Set<String> { Set(phone?.householdNumbers ?? []) }
 
     /// The request for `target`, or why it cannot be made (no `[phone]` account, an unreadable token).
     public func request(for target: BackupTarget, occurrence: KnownOccurrence) -> Result<OutboundRequest, ConfigurationError> {
@@ -58,10 +65,13 @@ public struct BackupDelivery: Sendable {
             ]
             // Header values are ASCII: the label goes in the body, which is UTF-8.
             headers["Title"] = headers["Title"]?.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 ? String($0) : "-" }.joined()
-            switch pushToken() {
-            case .success(let token): headers["Authorization"] = "Bearer \(token)"
-            case .failure(let error): return .failure(ConfigurationError("push.token_file: \(error)"))
-            case nil: break
+            // The token goes only to the server it was configured for, never to any URL a plan names.
+            if let pushServer, BackupTarget.sameOrigin(url, pushServer) {
+                switch pushToken() {
+                case .success(let token): headers["Authorization"] = "Bearer \(token)"
+                case .failure(let error): return .failure(ConfigurationError("push.token_file: \(error)"))
+                case nil: break
+                }
             }
             let body = "\(label) — the alarm at \(occurrence.time) on \(owner) was not stopped. \(wording.callMessage(owner: owner))"
             return .success(OutboundRequest(url: url, headers: headers, body: Array(body.utf8)))

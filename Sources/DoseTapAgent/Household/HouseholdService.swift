@@ -13,12 +13,15 @@ public struct HouseholdLink: Sendable {
     public var port: Int
     /// The `[mqtt] url`, for the status.
     public var url: String
+    /// No `[mqtt] username`: the broker lets anyone in (`household status` warns).
+    public var anonymous: Bool
 
-    public init(client: MQTTClient, host: String, port: Int, url: String) {
+    public init(client: MQTTClient, host: String, port: Int, url: String, anonymous: Bool = true) {
         self.client = client
         self.host = host
         self.port = port
         self.url = url
+        self.anonymous = anonymous
     }
 
     /// A broker configured but not used: a security setting could not be applied (the reason says which).
@@ -66,7 +69,13 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         var online: Bool
         var seenAt: Date
         var heartbeat: Date?
+        /// Seen online in the household (this run), then gone: when. A survivor sends only for such an owner.
+        var departedAt: Date?
+        var seenOnline = false
     }
+
+    /// How far an answer may seem to come before the ring it answers (clocks a little apart).
+    public static let answerSkew: TimeInterval = 10
 
     private struct Pending {
         var message: HouseholdMessage
@@ -287,9 +296,14 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         switch message {
         case .peer(let device, let presence):
             let changed = state.withLock { s -> Bool in
-                let was = s.peers[device]?.online
-                s.peers[device] = Peer(online: presence.isOnline, seenAt: now,
-                                       heartbeat: presence.at.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? s.peers[device]?.heartbeat)
+                let before = s.peers[device]
+                let was = before?.online
+                var peer = Peer(online: presence.isOnline, seenAt: now,
+                                heartbeat: presence.at.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? before?.heartbeat)
+                peer.seenOnline = presence.isOnline || before?.seenOnline == true
+                // Gone: seen online, now offline (the last will, or a clean stop). Back online: not gone.
+                peer.departedAt = presence.isOnline ? nil : (before?.online == true ? now : before?.departedAt)
+                s.peers[device] = peer
                 // Our own last will from an earlier run (or a broker that lost us): say we are here.
                 if device == identity.device, !presence.isOnline, s.connected { s.nextHeartbeat = nil }
                 return was != presence.isOnline
@@ -317,8 +331,22 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             retryPending()
             poke()
         case .answer(let answer):
-            guard let occurrence = known(answer.key), member(answer.by, of: occurrence) else {
-                keep(message, receivedAt: receivedAt, reason: known(answer.key) == nil ? "an unknown occurrence" : "a device not in the household")
+            guard let occurrence = known(answer.key) else {
+                keep(message, receivedAt: receivedAt, reason: "an unknown occurrence")
+                return
+            }
+            // Only the owner or a device target answers, and only once its alarm rang: an answer heard (or dated)
+            // before that ring, or dated ahead of when it was heard, is forged.
+            guard let earliest = occurrence.earliestAnswer(by: answer.by) else {
+                logOnce("answerer|\(answer.by)", "dropped a household answer from a device that does not ring this alarm",
+                        metadata: ["from": "\(answer.by)", "owner": "\(answer.key.owner)"])
+                return
+            }
+            let bound = earliest.addingTimeInterval(-Self.answerSkew)
+            let dated = Date(timeIntervalSince1970: TimeInterval(answer.at))
+            guard receivedAt >= bound, dated >= bound, dated <= receivedAt.addingTimeInterval(Self.answerSkew) else {
+                logOnce("early|\(answer.by)", "dropped a household answer that came before the ring it answers",
+                        metadata: ["from": "\(answer.by)", "occurrence": "\(answer.key)"])
                 return
             }
             if answer.kind == .snooze, let target = answer.target, !occurrence.targets.indices.contains(target) {
@@ -413,8 +441,8 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         do { try repository.record(answer) } catch {
             logger.error("cannot keep a household answer", metadata: ["error": "\(error)"])
         }
-        publish(.answer(answer.key, kind: answer.kind), HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)),
-                retain: true)
+        publish(.answer(answer.key, kind: answer.kind, by: answer.by),
+                HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)), retain: true)
     }
 
     // MARK: The plan
@@ -442,7 +470,9 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             let view = HouseholdCascade.View(
                 me: identity.device, occurrences: try repository.occurrences(), answers: try repository.answers(),
                 done: try repository.slots(), claims: state.withLock { $0.claims },
-                online: state.withLock { s in Set(s.peers.filter { $0.value.online }.map(\.key)) })
+                online: state.withLock { s in Set(s.peers.filter { $0.value.online }.map(\.key)) },
+                departed: state.withLock { s in s.peers.compactMapValues { $0.seenOnline ? $0.departedAt : nil } },
+                callable: delivery.householdNumbers)
             let (decisions, next) = HouseholdCascade.decide(view, now: now)
             if let next { wake.append(next) }
             for decision in decisions {
@@ -470,18 +500,26 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             return
         }
         let backups = AlarmBackupRepository(database: database)
+        let latestRings = (try? AlarmRingRepository(database: database).latestByAlarm()) ?? [:]
         var plans: [Int: PlanMessage] = [:]
+        var targets: [Int: [BackupTarget]] = [:]
         for alarm in alarms where alarm.enabled {
             guard let stored = try? backups.backups(alarmID: alarm.id), stored.enabled, !stored.targets.isEmpty else { continue }
             var occurrences: [Int64] = []
             var cursor = now
-            while occurrences.count < HouseholdLimits.maximumOccurrences, let next = alarm.nextOccurrence(after: cursor, in: clock.timeZone),
+            // A once alarm has one occurrence: the next one, or none while it rings or is snoozed (the household
+            // holds the one under way; it turns itself off when it ends).
+            let limit = alarm.repetition == .once ? 1 : HouseholdLimits.maximumOccurrences
+            let underWay = alarm.repetition == .once && latestRings[alarm.id].map { $0.outcome == .ringing || $0.outcome == .snoozed } == true
+            while !underWay, occurrences.count < limit, let next = alarm.nextOccurrence(after: cursor, in: clock.timeZone),
                   next.timeIntervalSince(now) <= Self.planHorizon {
                 occurrences.append(Int64(next.timeIntervalSince1970.rounded(.down)))
                 cursor = next
             }
             guard !occurrences.isEmpty else { continue }
+            // Published without the secrets of a push URL (`BackupTarget.published`); kept here with them.
             plans[alarm.id] = PlanMessage(label: alarm.label, time: "\(alarm.time)", occurrences: occurrences, targets: stored.targets)
+            targets[alarm.id] = stored.targets
         }
         let (published, republish) = state.withLock { s in (s.published, s.republish) }
         let ids = Set(plans.keys).union(published.keys)
@@ -490,7 +528,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             let before = published[id] ?? nil
             guard republish || plan != before || published[id] == nil else { continue }
             do {
-                let known = plan.map { KnownPlan(label: $0.label, time: $0.time, occurrences: $0.occurrences, targets: $0.targets.compactMap { try? BackupTarget(parsing: $0) }) }
+                let known = plan.map { KnownPlan(label: $0.label, time: $0.time, occurrences: $0.occurrences, targets: targets[id] ?? []) }
                 try repository.applyPlan(owner: identity.device, alarmID: id, known, now: now)
             } catch {
                 logger.error("cannot keep our household plan", metadata: ["error": "\(error)"])
@@ -514,8 +552,8 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
     private func republishOwn(now: Date) {
         guard let answers = try? repository.answers() else { return }
         for answer in answers where answer.by == identity.device && now.timeIntervalSince(answer.key.date) < 86_400 {
-            publish(.answer(answer.key, kind: answer.kind), HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)),
-                    retain: true)
+            publish(.answer(answer.key, kind: answer.kind, by: answer.by),
+                    HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)), retain: true)
         }
         for (slot, claim) in state.withLock({ $0.claims }) where claim.by == identity.device {
             publish(.claim(slot), HouseholdMessage.encode(ClaimMessage(by: claim.by, at: claim.at, state: claim.state)), retain: true)
@@ -547,6 +585,10 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
                 guard let ring = try repository.startRing(slot, label: occurrence.label, time: occurrence.time, at: now) else { return }
                 await begin(ring, round: round)
             case .send(let slot, let occurrence, let target):
+                if occurrence.key.owner != identity.device, case .phone(let number) = target, !delivery.householdNumbers.contains(number) {
+                    logOnce("call|\(number)", "not calling \(target.displayName) for \(occurrence.key.owner): not in phone.household_numbers")
+                    return
+                }
                 let before = try repository.slots()[slot]
                 guard try repository.mark(slot, .sent, expecting: before == .claimed ? .claimed : nil, at: now) else { return }
                 let claim = ClaimMessage(by: identity.device, at: Int64(now.timeIntervalSince1970.rounded(.down)), state: .claimed)
@@ -683,7 +725,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
             broker += [("url", .string(refused.url)), ("connected", .bool(false)), ("off", .string(refused.reason))]
         }
         if let link {
-            broker += [("url", .string(link.url)), ("connected", .bool(s.connected)),
+            broker += [("url", .string(link.url)), ("anonymous", .bool(link.anonymous)), ("connected", .bool(s.connected)),
                        ("since", s.connectedSince.map { .string($0.rfc3339(in: utc)) } ?? .null)]
         }
         let peers: [JSON] = s.peers.sorted { $0.key < $1.key }.map { name, peer in

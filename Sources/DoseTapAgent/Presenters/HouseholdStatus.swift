@@ -13,6 +13,28 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         public var since: String?
         /// A configured broker that is not used: why (a password or TLS setting that could not be applied).
         public var off: String?
+        /// No user name: anyone who reaches the broker may read and publish.
+        public var anonymous: Bool?
+
+        /// What docs/household.md's safe configuration would change: one line each.
+        public var warnings: [String] {
+            guard configured, off == nil, let url else { return [] }
+            var out: [String] = []
+            if anonymous != false {
+                out.append("Warning: the broker is used without a user name: anyone who reaches it can read the household and forge its messages; give each device its own user and the ACL (docs/household.md)")
+            }
+            if let parts = URLComponents(string: url), parts.scheme?.lowercased() == "mqtt", !Self.isLoopback(parts.host ?? "") {
+                out.append("Warning: plain mqtt:// over the network: anyone on it can read the passwords and messages and forge them; use mqtts:// (docs/household.md)")
+            }
+            return out
+        }
+
+        static func isLoopback(_ host: String) -> Bool {
+            let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+            let ipv4 = parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+            return host == "localhost" || host == "::1" || (ipv4 && parts[0] == "127")
+        }
     }
 
     public struct Peer: Sendable, Equatable, Decodable {
@@ -68,6 +90,7 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         } else if broker.configured {
             let state = broker.connected == true ? "connected since \(when(broker.since))" : "not connected (since \(when(broker.since)); still trying)"
             out.append("Broker: \(e(broker.url ?? "?")) — \(state)")
+            out += broker.warnings
         } else {
             out.append("Broker: none ([mqtt] url in config.toml) — push and phone backups are sent from this machine; device backups need the broker")
         }

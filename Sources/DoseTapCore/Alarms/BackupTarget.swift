@@ -56,6 +56,34 @@ public enum BackupTarget: Sendable, Equatable, Hashable, CustomStringConvertible
         }
     }
 
+    /// The target as the household may read it in a plan: a push URL without its user, password, query or
+    /// fragment (where ntfy tokens go: `?auth=`, `user:token@`), which stay on this machine. Other targets as
+    /// they are.
+    public var published: BackupTarget {
+        guard case .push(let url) = self, url.contains(where: { "@?#".contains($0) }) else { return self }
+        guard var parts = URLComponents(string: url), let scheme = parts.scheme, let host = parts.host else {
+            // Cannot be taken apart: publish nothing of it but a name that cannot reach anything.
+            return .push("https://redacted.invalid/redacted")
+        }
+        parts.user = nil
+        parts.password = nil
+        parts.query = nil
+        parts.fragment = nil
+        return .push(parts.string ?? "\(scheme)://\(host)/redacted")
+    }
+
+    /// Whether a push URL is on `server` (`https://ntfy.example.org`, port optional): the same scheme, host and
+    /// port. A push token is sent only there.
+    public static func sameOrigin(_ url: String, _ server: String) -> Bool {
+        func origin(_ text: String) -> (String, String, Int)? {
+            guard let parts = URLComponents(string: text), let scheme = parts.scheme?.lowercased(), scheme == "https" || scheme == "http",
+                  let host = parts.host?.lowercased(), !host.isEmpty else { return nil }
+            return (scheme, host, parts.port ?? (scheme == "https" ? 443 : 80))
+        }
+        guard let a = origin(url), let b = origin(server) else { return false }
+        return a == b
+    }
+
     /// The line under a phone target.
     public var sublabel: String? {
         if case .phone = self { return "Calls with automated backup message" }

@@ -60,12 +60,24 @@ public struct KnownOccurrence: Sendable, Equatable {
     public var label: String
     public var time: String
     public var targets: [BackupTarget]
+    /// When this agent first held it as planned now (by its own clock); nil: not known. A survivor sends for a
+    /// gone owner only from an occurrence held before the occurrence and before the owner went away.
+    public var heldAt: Date?
 
-    public init(key: OccurrenceKey, label: String, time: String, targets: [BackupTarget]) {
+    public init(key: OccurrenceKey, label: String, time: String, targets: [BackupTarget], heldAt: Date? = nil) {
         self.key = key
         self.label = label
         self.time = time
         self.targets = targets
+        self.heldAt = heldAt
+    }
+
+    /// The earliest moment `device` can answer this occurrence: the owner once its alarm rang, a device target
+    /// once its first slot came (a snooze of an earlier target only makes it later); nil for any other device.
+    public func earliestAnswer(by device: String) -> Date? {
+        if device == key.owner { return key.date }
+        guard let index = targets.firstIndex(of: .device(device)) else { return nil }
+        return key.date.addingTimeInterval(BackupSchedule.step * Double(index + 1))
     }
 }
 
@@ -139,15 +151,34 @@ public enum HouseholdCascade {
         public var claims: [SlotKey: SlotClaim]
         /// Devices whose presence is online now (this agent's own name may be in it or not).
         public var online: Set<String>
+        /// Owners this agent saw online in the household and then saw go away, with when (by its clock). A
+        /// survivor sends only for these.
+        public var departed: [String: Date]
+        /// The numbers this device's owner allows it to call for another device's plan (`[phone]
+        /// household_numbers`); a survivor never claims a call to any other number.
+        public var callable: Set<String>
 
         public init(me: String, occurrences: [KnownOccurrence], answers: [CascadeAnswer], done: [SlotKey: SlotOutcome],
-                    claims: [SlotKey: SlotClaim], online: Set<String>) {
+                    claims: [SlotKey: SlotClaim], online: Set<String>, departed: [String: Date] = [:], callable: Set<String> = []) {
             self.me = me
             self.occurrences = occurrences
             self.answers = answers
             self.done = done
             self.claims = claims
             self.online = online
+            self.departed = departed
+            self.callable = callable
+        }
+
+        /// Whether this agent, not the owner, may send `target` of `occurrence`: its owner was seen online and
+        /// then went away, no earlier than this agent held the occurrence, which it held before it was due; and a
+        /// call goes only to a number this device's owner allowed.
+        public func survivorMaySend(_ target: BackupTarget, of occurrence: KnownOccurrence) -> Bool {
+            let owner = occurrence.key.owner
+            guard owner != me, !online.contains(owner), let gone = departed[owner], let held = occurrence.heldAt,
+                  held <= gone, held < occurrence.key.date else { return false }
+            if case .phone(let number) = target { return callable.contains(number) }
+            return true
         }
     }
 
@@ -241,8 +272,9 @@ public enum HouseholdCascade {
                         decisions.append(late ? .missed(slot) : .send(slot, occurrence, target))
                         continue
                     }
-                    // A survivor acts only for an owner the broker says is gone.
-                    guard !view.online.contains(owner) else { continue }
+                    // A survivor acts only for an owner it saw online and then gone, from a plan it held before (and
+                    // ahead of the occurrence); a call only to a number this device's owner allowed.
+                    guard view.survivorMaySend(target, of: occurrence) else { continue }
                     if let claim, claimedHere {
                         // Ours: it wins once it is still the latest after the settling time.
                         let settled = Date(timeIntervalSince1970: TimeInterval(claim.at) + claimSettle)

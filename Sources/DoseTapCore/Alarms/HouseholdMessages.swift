@@ -9,13 +9,15 @@ public struct HouseholdMessageError: Error, Sendable, Equatable, CustomStringCon
 /// The household's topics (#12), all under `dosetap/<household>/`:
 /// - `peer/<device>`: an agent's presence, retained; its MQTT last will says `offline`.
 /// - `plan/<owner>/<alarm>`: an alarm's coming occurrences and backup list, retained (empty: withdrawn).
-/// - `answer/<owner>/<alarm>/<occurrence>/stop|snooze`: a Stop or the latest Snooze of one occurrence, retained.
+/// - `answer/<sender>/<owner>/<alarm>/<occurrence>/stop|snooze`: a Stop or the latest Snooze of one occurrence by
+///   `sender`, retained. The sender is in the topic so that the broker's ACL binds it to the user that published
+///   (`answer/%u/#`); an answer whose `by` is not the topic's sender is dropped.
 /// - `claim/<owner>/<alarm>/<occurrence>/<target>/<slot>`: who sends a push or call slot, retained.
 /// Occurrences and slots are whole seconds since 1970.
 public enum HouseholdTopic: Sendable, Equatable, Hashable {
     case peer(device: String)
     case plan(owner: String, alarmID: Int)
-    case answer(OccurrenceKey, kind: CascadeAnswer.Kind)
+    case answer(OccurrenceKey, kind: CascadeAnswer.Kind, by: String)
     case claim(SlotKey)
 
     /// The household's name as one topic level: lower-case ASCII letters and digits, anything else a dash
@@ -48,7 +50,7 @@ public enum HouseholdTopic: Sendable, Equatable, Hashable {
         switch self {
         case .peer(let device): return "\(base)/peer/\(device)"
         case .plan(let owner, let alarm): return "\(base)/plan/\(owner)/\(alarm)"
-        case .answer(let key, let kind): return "\(base)/answer/\(key.owner)/\(key.alarmID)/\(key.at)/\(kind.rawValue)"
+        case .answer(let key, let kind, let by): return "\(base)/answer/\(by)/\(key.owner)/\(key.alarmID)/\(key.at)/\(kind.rawValue)"
         case .claim(let slot):
             return "\(base)/claim/\(slot.occurrence.owner)/\(slot.occurrence.alarmID)/\(slot.occurrence.at)/\(slot.target)/\(slot.at)"
         }
@@ -80,10 +82,11 @@ public enum HouseholdTopic: Sendable, Equatable, Hashable {
             self = .peer(device: try device(parts[1]))
         case ("plan", 3):
             self = .plan(owner: try device(parts[1]), alarmID: try small(parts[2], below: Int(Int32.max)))
-        case ("answer", 5):
-            guard let kind = CascadeAnswer.Kind(rawValue: parts[4]) else { throw HouseholdMessageError("an answer that is neither stop nor snooze") }
-            self = .answer(OccurrenceKey(owner: try device(parts[1]), alarmID: try small(parts[2], below: Int(Int32.max)), at: try number(parts[3])),
-                           kind: kind)
+        case ("answer", 6):
+            guard let kind = CascadeAnswer.Kind(rawValue: parts[5]) else { throw HouseholdMessageError("an answer that is neither stop nor snooze") }
+            let sender = try device(parts[1])
+            self = .answer(OccurrenceKey(owner: try device(parts[2]), alarmID: try small(parts[3], below: Int(Int32.max)), at: try number(parts[4])),
+                           kind: kind, by: sender)
         case ("claim", 6):
             let key = OccurrenceKey(owner: try device(parts[1]), alarmID: try small(parts[2], below: Int(Int32.max)), at: try number(parts[3]))
             self = .claim(SlotKey(occurrence: key, target: try small(parts[4], below: HouseholdLimits.maximumTargets), at: try number(parts[5])))
@@ -130,12 +133,13 @@ public struct PlanMessage: Sendable, Equatable, Codable {
     public var occurrences: [Int64]
     public var targets: [String]
 
+    /// The targets as the household may read them (`BackupTarget.published`: no secret of a push URL).
     public init(label: String, time: String, occurrences: [Int64], targets: [BackupTarget]) {
         v = 1
         self.label = label
         self.time = time
         self.occurrences = occurrences
-        self.targets = targets.map(\.description)
+        self.targets = targets.map(\.published.description)
     }
 }
 
@@ -205,9 +209,11 @@ public enum HouseholdMessage: Sendable, Equatable {
             }
             return .plan(owner: owner, alarmID: alarmID, KnownPlan(label: message.label, time: message.time,
                                                                    occurrences: Array(Set(message.occurrences)).sorted(), targets: targets))
-        case .answer(let key, let kind):
+        case .answer(let key, let kind, let sender):
             let message: AnswerMessage = try decode(payload)
             let by = try member(message.by)
+            // The broker's ACL lets a device write only under its own name: the name inside must be that one.
+            guard by == sender else { throw HouseholdMessageError("an answer whose sender is not the device of its topic") }
             try checkTime(message.at)
             if let target = message.target, !(0..<HouseholdLimits.maximumTargets).contains(target) {
                 throw HouseholdMessageError("an answer naming a target out of range")

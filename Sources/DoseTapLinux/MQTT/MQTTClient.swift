@@ -8,7 +8,8 @@ import Synchronization
 public struct MQTTMessage: Sendable, Equatable {
     public var topic: String
     public var payload: [UInt8]
-    /// Delivered from the broker's retained store (it was published before this client subscribed).
+    /// Published retained: delivered from the broker's retained store, or live but kept there for the next
+    /// subscriber (the subscription's "retain as published").
     public var retained: Bool
 
     public init(topic: String, payload: [UInt8], retained: Bool) {
@@ -26,7 +27,10 @@ public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
 /// A client of the household's broker through libmosquitto (#12). libmosquitto runs its network loop on
 /// a thread of its own (`mosquitto_loop_start`) and reconnects by itself; this class turns its callbacks
 /// into an `AsyncStream` of messages and re-subscribes on every (re)connection. The last will is set
-/// before connecting, so the broker announces this agent's death to the others.
+/// before connecting, so the broker announces this agent's death to the others. It speaks MQTT 5 and
+/// subscribes with "retain as published" (#25): `MQTTMessage.retained` says whether the message was
+/// published retained, also when it arrives live (MQTT 3.1.1 clears the flag then, so a retained Home
+/// Assistant press would look like a fresh one).
 public final class MQTTClient: @unchecked Sendable {
     public struct Will: Sendable {
         public var topic: String
@@ -99,6 +103,9 @@ public final class MQTTClient: @unchecked Sendable {
             let rc = will.payload.withUnsafeBytes { mosquitto_will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, will.retain) }
             guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) else { throw MQTTError("cannot set the last will: \(Self.describe(rc))") }
         }
+        guard mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5) == Int32(MOSQ_ERR_SUCCESS.rawValue) else {
+            throw MQTTError("cannot use MQTT 5")
+        }
         mosquitto_reconnect_delay_set(handle, 1, 30, true)
         mosquitto_connect_callback_set(handle) { mosq, context, rc in
             guard let context else { return }
@@ -107,10 +114,12 @@ public final class MQTTClient: @unchecked Sendable {
                 state.isConnected.withLock { $0 = true }
                 state.links.yield(true)
                 for tap in state.taps.withLock({ $0 }) { tap.links.yield(true) }
-                for pattern in state.subscriptions.withLock({ $0 }) { mosquitto_subscribe(mosq, nil, pattern, 1) }
+                for pattern in state.subscriptions.withLock({ $0 }) { _ = MQTTClient.subscribe(mosq, pattern) }
                 state.connected.withLock { $0.take() }?.resume()
             } else {
-                state.connected.withLock { $0.take() }?.resume(throwing: MQTTError("the broker refused the connection: \(String(cString: mosquitto_connack_string(rc)))"))
+                // MQTT 5 reason codes (0x80 and up); a broker speaking only 3.1.1 answers with its own codes.
+                let reason = rc >= 0x80 ? String(cString: mosquitto_reason_string(rc)) : String(cString: mosquitto_connack_string(rc))
+                state.connected.withLock { $0.take() }?.resume(throwing: MQTTError("the broker refused the connection: \(reason)"))
             }
         }
         mosquitto_disconnect_callback_set(handle) { _, context, _ in
@@ -207,10 +216,15 @@ public final class MQTTClient: @unchecked Sendable {
         // The connect callback sets `isConnected` before it reads the patterns: a pattern added meanwhile is
         // subscribed by one of the two (or both: a repeated SUBSCRIBE is harmless).
         guard isConnected else { return }
-        let rc = mosquitto_subscribe(handle, nil, pattern, 1)
+        let rc = Self.subscribe(handle, pattern)
         guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) || rc == Int32(MOSQ_ERR_NO_CONN.rawValue) else {
             throw MQTTError("cannot subscribe to \(pattern): \(Self.describe(rc))")
         }
+    }
+
+    /// QoS 1, retain as published.
+    private static func subscribe(_ handle: OpaquePointer?, _ pattern: String) -> Int32 {
+        mosquitto_subscribe_v5(handle, nil, pattern, 1, Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue), nil)
     }
 
     /// Publishes with QoS 1 (queued by libmosquitto while disconnected).

