@@ -88,6 +88,38 @@ struct MQTTClientTests {
         }
     }
 
+    @Test("a socket numbered above 1024 (the agent under a flood of dashboard connections): it connects and delivers")
+    func highDescriptor() async throws {
+        // libmosquitto's own loop waits with select(), which cannot watch descriptor 1024 or more: it never
+        // connected there (the household went silent under the flood finding 3 of #25 is about).
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        try #require(limit.rlim_max >= 2048, "the hard descriptor limit (\(limit.rlim_max)) leaves no room for the test")
+        if limit.rlim_cur < 2048 {
+            limit.rlim_cur = 2048
+            try #require(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        }
+        try await PrivateBroker.run { broker in
+            // Take every free descriptor below 1100, so the client's socket gets a number above it.
+            var held: [Int32] = []
+            defer { for fd in held { close(fd) } }
+            while let fd = Optional(dup(0)), fd >= 0, fd < 1100 { held.append(fd) }
+            let client = try MQTTClient(clientID: "flooded")
+            try client.subscribe("dosetap/home/#")
+            try await client.connect(host: "127.0.0.1", port: broker.port)
+            #expect((client.descriptor ?? -1) >= 1024, "socket \(String(describing: client.descriptor))")
+            for fd in held { close(fd) }
+            held = []
+            let peer = try MQTTClient(clientID: "peer")
+            try await peer.connect(host: "127.0.0.1", port: broker.port)
+            try peer.publish("dosetap/home/plan/7", Array("p".utf8), retain: false)
+            let message = await next(client.messages, 10)
+            #expect(message?.topic == "dosetap/home/plan/7", "\(String(describing: message))")
+            peer.disconnect()
+            client.disconnect()
+        }
+    }
+
     @Test("no broker: a one-line error")
     func refused() async throws {
         let client = try MQTTClient(clientID: "lonely")

@@ -10,7 +10,12 @@ import Glibc
 #endif
 
 /// One HTTP/1.1 request over a Unix socket, the whole answer back (the server closes: Connection: close).
-func unixRequest(_ path: String, _ request: String) throws -> String {
+func unixRequest(_ path: String, _ request: String) async throws -> String {
+    // The server answering is in this process: the blocking read must not hold a cooperative thread.
+    try await onOwnThread { Result { try unixRequestBlocking(path, request) } }.get()
+}
+
+func unixRequestBlocking(_ path: String, _ request: String) throws -> String {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw POSIXError(.EIO) }
     defer { close(fd) }
@@ -64,9 +69,9 @@ struct PeerCredentialTests {
     func sameUID() async throws {
         let f = try WebFixture()
         try await withSocket(f) { path in
-            let tonight = try unixRequest(path, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            let tonight = try await unixRequest(path, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             #expect(tonight.hasPrefix("HTTP/1.1 200"), "\(tonight.prefix(200))")
-            let take = try unixRequest(path, "POST /api/dose/take HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            let take = try await unixRequest(path, "POST /api/dose/take HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             #expect(take.hasPrefix("HTTP/1.1 200"), "\(take.prefix(200))")
             #expect(take.contains("\"source\":\"web\""))
         }

@@ -24,8 +24,9 @@ public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// A client of the household's broker through libmosquitto (#12). libmosquitto runs its network loop on
-/// a thread of its own (`mosquitto_loop_start`) and reconnects by itself; this class turns its callbacks
+/// A client of the household's broker through libmosquitto (#12). Its network loop runs on a thread of its
+/// own (`NetworkLoop`: `poll`, libmosquitto's read/write/misc steps, and reconnection with a growing delay);
+/// this class turns libmosquitto's callbacks
 /// into an `AsyncStream` of messages and re-subscribes on every (re)connection. The last will is set
 /// before connecting, so the broker announces this agent's death to the others. It speaks MQTT 5 and
 /// subscribes with "retain as published" (#25): `MQTTMessage.retained` says whether the message was
@@ -44,19 +45,21 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// A second reader of the same connection: the messages under its topic prefixes, and the link changes.
-    private struct Tap: Sendable {
+    struct Tap: Sendable {
         var prefixes: [String]
         var messages: AsyncStream<MQTTMessage>.Continuation
         var links: AsyncStream<Bool>.Continuation
     }
 
-    private final class State: Sendable {
+    final class State: Sendable {
         let subscriptions = Mutex<[String]>([])
         let taps = Mutex<[Tap]>([])
         let connected = Mutex<CheckedContinuation<Void, any Error>?>(nil)
         let isConnected = Mutex(false)
         let sink: AsyncStream<MQTTMessage>.Continuation
         let links: AsyncStream<Bool>.Continuation
+        /// Set by the connect callback: the network loop's reconnection delay starts again from 1 s.
+        let accepted = Mutex(false)
         init(sink: AsyncStream<MQTTMessage>.Continuation, links: AsyncStream<Bool>.Continuation) {
             self.sink = sink
             self.links = links
@@ -70,6 +73,7 @@ public final class MQTTClient: @unchecked Sendable {
 
     private let handle: OpaquePointer
     private let state: State
+    private let network: NetworkLoop
     private let box: Unmanaged<State>
     private let logger: Logger
     /// Every message of every subscription, in order, until `close()`.
@@ -94,6 +98,14 @@ public final class MQTTClient: @unchecked Sendable {
             throw MQTTError("cannot create an MQTT client: \(String(cString: strerror(errno)))")
         }
         self.handle = handle
+        // Calls from other threads (publish, subscribe, disconnect) only queue; the network loop writes.
+        mosquitto_threaded_set(handle, true)
+        guard let network = NetworkLoop(handle: handle) else {
+            mosquitto_destroy(handle)
+            box.release()
+            throw MQTTError("cannot create an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        self.network = network
         if let username {
             guard mosquitto_username_pw_set(handle, username, password) == Int32(MOSQ_ERR_SUCCESS.rawValue) else {
                 throw MQTTError("cannot set the MQTT user name")
@@ -106,11 +118,11 @@ public final class MQTTClient: @unchecked Sendable {
         guard mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5) == Int32(MOSQ_ERR_SUCCESS.rawValue) else {
             throw MQTTError("cannot use MQTT 5")
         }
-        mosquitto_reconnect_delay_set(handle, 1, 30, true)
         mosquitto_connect_callback_set(handle) { mosq, context, rc in
             guard let context else { return }
             let state = Unmanaged<State>.fromOpaque(context).takeUnretainedValue()
             if rc == 0 {
+                state.accepted.withLock { $0 = true }
                 state.isConnected.withLock { $0 = true }
                 state.links.yield(true)
                 for tap in state.taps.withLock({ $0 }) { tap.links.yield(true) }
@@ -149,7 +161,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     deinit {
-        mosquitto_loop_stop(handle, true)
+        network.stop()
         mosquitto_destroy(handle)
         state.sink.finish()
         state.links.finish()
@@ -180,14 +192,17 @@ public final class MQTTClient: @unchecked Sendable {
             }
             // A broker that is down now (refused, no route, no name yet at boot) is tried again by the network
             // loop, with a growing delay: this call gives up after `timeout`, the client does not.
-            let loop = mosquitto_loop_start(handle)
-            if loop != Int32(MOSQ_ERR_SUCCESS.rawValue), let pending = state.connected.withLock({ $0.take() }) {
-                pending.resume(throwing: MQTTError("cannot start the MQTT network loop: \(Self.describe(loop))"))
-            }
+            network.start(state: state, keepalive: Int32(keepalive))
         }
     }
 
     public var isConnected: Bool { state.isConnected.withLock { $0 } }
+
+    /// The socket to the broker now, if any (diagnostics and tests).
+    public var descriptor: Int32? {
+        let fd = mosquitto_socket(handle)
+        return fd >= 0 ? fd : nil
+    }
 
     /// Another reader of this one connection (Home Assistant beside the household cascade): the messages whose
     /// topic starts with one of `prefixes` go to its stream instead of `messages`, and it hears every link
@@ -217,6 +232,7 @@ public final class MQTTClient: @unchecked Sendable {
         // subscribed by one of the two (or both: a repeated SUBSCRIBE is harmless).
         guard isConnected else { return }
         let rc = Self.subscribe(handle, pattern)
+        network.wake()
         guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) || rc == Int32(MOSQ_ERR_NO_CONN.rawValue) else {
             throw MQTTError("cannot subscribe to \(pattern): \(Self.describe(rc))")
         }
@@ -230,6 +246,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// Publishes with QoS 1 (queued by libmosquitto while disconnected).
     public func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
         let rc = payload.withUnsafeBytes { mosquitto_publish(handle, nil, topic, Int32($0.count), $0.baseAddress, 1, retain) }
+        network.wake()
         guard rc == Int32(MOSQ_ERR_SUCCESS.rawValue) || rc == Int32(MOSQ_ERR_NO_CONN.rawValue) else {
             throw MQTTError("cannot publish to \(topic): \(Self.describe(rc))")
         }
@@ -237,15 +254,12 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// A clean disconnect: the broker does not send the last will.
     public func disconnect() {
-        mosquitto_disconnect(handle)
-        mosquitto_loop_stop(handle, false)
+        network.close()
     }
 
     /// For tests: the connection drops as if the machine died (the broker then publishes the last will).
     public func dropConnection() {
-        let fd = mosquitto_socket(handle)
-        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
-        mosquitto_loop_stop(handle, true)
+        network.stop(dropping: true)
     }
 
     /// libmosquitto's reason, without its final period (it goes inside our sentences).
