@@ -93,7 +93,10 @@ fi
 umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
 # The sleep guard writing a umockdev RTC's wakealarm (DoseTapAgentTests): its own testbed, its own process.
 umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
-swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures
+swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests
+# 100,000 strangers' BLE addresses into a running agent (#25): minutes of two busy processes (the scripted
+# bluetoothd and the agent), alone, so the timing of the tests above is not theirs to bear.
+swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter StrangerFloodTests
 [[ -z ${DOSETAP_SANITIZER:-} ]] || exit 0
 
 # The web dashboard in headless Chromium (Selenium, axe-core): pairing, Tonight, live updates, keyboard.

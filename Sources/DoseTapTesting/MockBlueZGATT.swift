@@ -10,6 +10,10 @@
 ///   `Notifying`, `StartNotify` and `StopNotify`. Every object is announced with `InterfacesAdded`.
 /// - `FailConnects(o device, u count)`: the next `count` connects fail with `org.bluez.Error.Failed`.
 /// - `SkipResolves(o device, u count)`: the next `count` connects bring the link up but never `ServicesResolved`.
+/// - `Strangers(u start, u count)`: `count` devices nobody paired, each at a new random address (numbered from
+///   `start`), announced with `InterfacesAdded` carrying an unencrypted BTHome press in `ServiceData`, as
+///   bluetoothd does for a transmitter rotating its address (#25, finding 7). Only the signals: the mock keeps
+///   no object for them.
 ///
 /// A press: `org.freedesktop.DBus.Properties.Set(GattCharacteristic1, Value, <ay 01>)` on the characteristic
 /// emits `PropertiesChanged` as a notification does. Calls are counted with the mock's `GetMethodCalls`.
@@ -22,7 +26,21 @@ public enum MockBlueZGATT {
         ("AddITag", "sssy", "ooo", addITag),
         ("FailConnects", "ou", "", "objects[args[0]].dosetap_fail_connects = int(args[1])"),
         ("SkipResolves", "ou", "", "objects[args[0]].dosetap_skip_resolves = int(args[1])"),
+        ("Strangers", "uu", "", strangers),
     ]
+
+    static let strangers = #"""
+        for n in range(int(args[0]), int(args[0]) + int(args[1])):
+            address = 'C6:%02X:%02X:%02X:%02X:%02X' % ((n >> 32) & 0xFF, (n >> 24) & 0xFF, (n >> 16) & 0xFF, (n >> 8) & 0xFF, n & 0xFF)
+            path = '/org/bluez/hci0/dev_' + address.replace(':', '_')
+            data = dbus.Dictionary({'0000fcd2-0000-1000-8000-00805f9b34fb': dbus.Array([0x40, 0x00, n & 0xFF, 0x3A, 0x01], signature='y')},
+                                   signature='sv')
+            self.object_manager.EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}', [
+                dbus.ObjectPath(path), {'org.bluez.Device1': {
+                    'Address': dbus.String(address, variant_level=1), 'AddressType': dbus.String('random', variant_level=1),
+                    'Adapter': dbus.ObjectPath('/org/bluez/hci0', variant_level=1), 'RSSI': dbus.Int16(-70, variant_level=1),
+                    'ServiceData': dbus.Dictionary(data, signature='sv', variant_level=1)}}])
+        """#
 
     static let connect = #"""
         from gi.repository import GLib

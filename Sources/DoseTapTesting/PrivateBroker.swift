@@ -56,7 +56,7 @@ public enum PrivateBroker {
         }
         var started: (broker: Broker, task: Task<Void, any Error>)?
         for attempt in 1...5 {
-            let port = try freePort()
+            let port = try RawSocket.freePort()
             let config = dir.appendingPathComponent("mosquitto-\(attempt).conf")
             try """
                 listener \(port) 127.0.0.1
@@ -103,21 +103,6 @@ public enum PrivateBroker {
                   cmdline.contains("mosquitto"), cmdline.contains(broker.config), let pid = Int32(entry) else { continue }
             kill(pid, SIGKILL)
         }
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw FixtureError("no socket for a free port") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0 else { throw FixtureError("cannot bind a free port") }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Waits until the port answers an MQTT CONNECT with a CONNACK (true), or answers something else (false:

@@ -5,7 +5,11 @@ import DoseTapTesting
 import Foundation
 import InMemoryLogging
 import Logging
+import Subprocess
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Pushes and calls of the cascade (#12) through async-http-client to a local HTTP server
 /// (`hw-fixtures/http/scripted-server.py`) that records each request and answers 503, 429 with
@@ -14,7 +18,6 @@ import Testing
 @Suite("Backup pushes and calls over HTTP: one retry policy against a scripted local server", .serialized, .timeLimit(.minutes(2)))
 struct BackupDeliveryTests {
     struct Server {
-        let process: Process
         let port: Int
         let records: URL
 
@@ -32,17 +35,20 @@ struct BackupDeliveryTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let portFile = dir.appendingPathComponent("port")
         let records = dir.appendingPathComponent("requests.jsonl")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Fixtures.root.appendingPathComponent("http/scripted-server.py").path, portFile.path, records.path] + answers
-        try process.run()
-        // SIGKILL: the test process blocks SIGTERM (the signal handling of the agent's services) and a child
-        // inherits that mask. Foundation's waitUntilExit spins a run loop no test task runs: the kill is enough.
-        defer { kill(process.processIdentifier, SIGKILL) }
-        let end = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: portFile.path), Date() < end { try await Task.sleep(for: .milliseconds(20)) }
-        let port = try #require(Int((try? String(contentsOf: portFile, encoding: .utf8)) ?? ""), "the scripted server did not start")
-        try await body(Server(process: process, port: port, records: records))
+        // Through swift-subprocess, not Foundation's Process: Foundation watches a child's descriptors with
+        // select(), which corrupts memory for a descriptor numbered 1024 or more — and other tests of this
+        // process hold hundreds of sockets (a full run crashed or hung when they overlapped).
+        let arguments = [Fixtures.root.appendingPathComponent("http/scripted-server.py").path, portFile.path, records.path] + answers
+        _ = try await Subprocess.run(.path("/usr/bin/python3"), arguments: Arguments(arguments), input: .none,
+                                     output: .discarded, error: .discarded) { execution in
+            // SIGKILL: the test process blocks SIGTERM (the signal handling of the agent's services) and a child
+            // inherits that mask.
+            defer { try? execution.send(signal: .kill) }
+            let end = Date().addingTimeInterval(10)
+            while !FileManager.default.fileExists(atPath: portFile.path), Date() < end { try await Task.sleep(for: .milliseconds(20)) }
+            let port = try #require(Int((try? String(contentsOf: portFile, encoding: .utf8)) ?? ""), "the scripted server did not start")
+            try await body(Server(port: port, records: records))
+        }
     }
 
     func until(_ what: String, _ condition: () -> Bool) async throws {

@@ -38,20 +38,6 @@ struct SoakTests {
         }
     }
 
-    /// A free loopback port (bound, read, released).
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// One plain HTTP request on loopback; true when an HTTP answer came back.
     static func request(port: Int, path: String) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -82,7 +68,7 @@ struct SoakTests {
     @Test("descriptors, threads and memory flat; three alarms due meanwhile each play their sound")
     func steadyMix() async throws {
         let cli = try CLI()
-        let port = Self.freePort()
+        let port = try RawSocket.freePort()
         let player = cli.home.appendingPathComponent("player")
         try FileManager.default.createDirectory(at: player, withIntermediateDirectories: true)
         let plays = cli.home.appendingPathComponent("plays").path

@@ -61,8 +61,10 @@ struct StatusCLITests {
                 #expect(bar.all.count == 1, "\(bar.all)")
                 let take = try await cli.run(["dose", "take"], env: env)
                 #expect(take.exitCode == 0, "\(take.err)")
-                let seconds = await bar.wait(for: "\"class\":[\"waiting\"]", timeout: 5)
-                #expect(seconds != nil && seconds! < 1.0, "after \(String(describing: seconds)) s: \(bar.all)")
+                let seconds = await bar.wait(for: "\"class\":[\"waiting\"]", timeout: 20)
+                // Pushed, not polled: well inside the agent's minute tick. (The sub-second figure is a benchmark's, in
+                // docs/performance.md: on a loaded 2-core machine a test's own wait can lag by seconds.)
+                #expect(seconds != nil && seconds! < 15, "after \(String(describing: seconds)) s: \(bar.all)")
                 #expect(bar.all.count == 2, "\(bar.all)")
                 try status.send(signal: .terminate)
                 _ = try? await lines.value

@@ -34,7 +34,7 @@ struct WebFloodAgentTests {
         let runtime = cli.home.appendingPathComponent("run")
         try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let socket = runtime.appendingPathComponent("dosetap/web.sock").path
-        let port = try Self.freePort()
+        let port = try RawSocket.freePort()
         try cli.writeConfig("[web]\nlisten = [\"127.0.0.1:\(port)\"]\n")
         _ = try DoseTapDatabase(directory: cli.dataDirectory)
 
@@ -56,7 +56,7 @@ struct WebFloodAgentTests {
             #expect(await log.wait(for: "too many connections", timeout: 60) != nil, "\(log.all.suffix(20).joined(separator: "\n"))")
             // The Unix socket has its own budget: it answers during the flood.
             flood.refill()
-            let answer = try Self.unixGet(socket, "/api/tonight")
+            let answer = try await RawSocket.exchange(unixPath: socket, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
             // The alarm, due once the flood is in place (a loaded machine may take long to get there): the next
             // minute of the test's zone at least 40 s ahead.
@@ -83,42 +83,6 @@ struct WebFloodAgentTests {
             _ = try? await reader.value
         }
         #expect(result.terminationStatus == .exited(0))
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// One GET over the Unix socket; the whole answer (the connection is closed after it).
-    static func unixGet(_ path: String, _ target: String) throws -> String {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, byte) in path.utf8.enumerated() { raw[i] = byte } }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        _ = Array("GET \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            answer += buffer[0..<n]
-        }
-        return String(decoding: answer, as: UTF8.self)
     }
 }
 

@@ -60,7 +60,7 @@ struct CommandRunnerTests {
     @Test("a hung command is killed at its timeout, with the processes it started")
     func hung() async throws {
         // A duration no other process uses: the sleep's own command line names it.
-        let marker = "29.\(Int.random(in: 1000...9999))"
+        let marker = "300.\(Int.random(in: 1000...9999))"
         let started = Date()
         do {
             // A shell here is the program under test (a script that starts a child and waits), not how DoseTap runs it.
@@ -69,8 +69,9 @@ struct CommandRunnerTests {
         } catch {
             #expect("\(error)" == "/bin/sh ran longer than 1 s and was killed", "\(error)")
         }
-        // Killed, not waited for: well before the 29 s sleep would have ended (a loaded CI machine took 9 s).
-        #expect(Date().timeIntervalSince(started) < 25)
+        // Killed, not waited for: long before the 300 s sleep would have ended. (Only that: on a loaded 2-core
+        // machine the 1 s timeout itself was seen to take 28 s, so no tighter wall-clock bound is a fact.)
+        #expect(Date().timeIntervalSince(started) < 200)
         let left = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)  // this process is still fine
         #expect(left.contains("Name:"))
         // SIGKILL is delivered at once but a process takes a moment to leave /proc (or to turn into a zombie, whose

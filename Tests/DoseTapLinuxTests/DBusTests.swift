@@ -83,7 +83,7 @@ struct DBusTests {
             let c = try DBusConnection(bus: .address(bus.address))
             _ = try await c.call(destination: "org.freedesktop.Notifications", path: Self.mock.path, interface: Self.mock.interface,
                                  member: "AddMethod", arguments: [.string("org.dosetap.Test"), .string("Slow"), .string(""),
-                                                                  .string(""), .string("import time; time.sleep(3)")])
+                                                                  .string(""), .string("import time; time.sleep(30)")])
             let start = Date()
             await #expect {
                 _ = try await c.call(destination: "org.freedesktop.Notifications", path: Self.mock.path,
@@ -91,7 +91,8 @@ struct DBusTests {
             } throws: { error in
                 (error as? DBusError)?.name == "org.freedesktop.DBus.Error.NoReply"
             }
-            #expect(Date().timeIntervalSince(start) < 2)
+            // Not waited for: far sooner than the 30 s answer (no tighter wall-clock bound holds on a loaded machine).
+            #expect(Date().timeIntervalSince(start) < 20)
         }
     }
 

@@ -9,39 +9,6 @@ import Testing
 import Glibc
 #endif
 
-/// One HTTP/1.1 request over a Unix socket, the whole answer back (the server closes: Connection: close).
-func unixRequest(_ path: String, _ request: String) async throws -> String {
-    // The server answering is in this process: the blocking read must not hold a cooperative thread.
-    try await onOwnThread { Result { try unixRequestBlocking(path, request) } }.get()
-}
-
-func unixRequestBlocking(_ path: String, _ request: String) throws -> String {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw POSIXError(.EIO) }
-    defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
-    }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-    guard connected == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    let bytes = Array(request.utf8)
-    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    var answer: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n <= 0 { break }
-        answer += buffer[0..<n]
-    }
-    return String(decoding: answer, as: UTF8.self)
-}
-
 @Suite("The Unix socket: SO_PEERCRED decides", .serialized)
 struct PeerCredentialTests {
     /// Runs the dashboard on a Unix socket in a fresh folder while `body` runs.
@@ -69,9 +36,9 @@ struct PeerCredentialTests {
     func sameUID() async throws {
         let f = try WebFixture()
         try await withSocket(f) { path in
-            let tonight = try await unixRequest(path, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            let tonight = try await RawSocket.exchange(unixPath: path, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             #expect(tonight.hasPrefix("HTTP/1.1 200"), "\(tonight.prefix(200))")
-            let take = try await unixRequest(path, "POST /api/dose/take HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            let take = try await RawSocket.exchange(unixPath: path, "POST /api/dose/take HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             #expect(take.hasPrefix("HTTP/1.1 200"), "\(take.prefix(200))")
             #expect(take.contains("\"source\":\"web\""))
         }

@@ -103,10 +103,10 @@ struct WrongResultsTests {
         var port = 0
         for await p in ready { port = p; break }
         let request = "GET /static/app.css HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        let first = try RawConnection(port: port, send: request)
+        let first = try RawSocket(port: port, send: request)
         // Blocking reads on threads of their own: on the cooperative pool they stall the listener's handlers.
         #expect(await onOwnThread { first.readAll(timeout: 60) }.hasPrefix("HTTP/1.1 200"))
-        let queued = try (0..<5).map { _ in try RawConnection(port: port, send: request) }
+        let queued = try (0..<5).map { _ in try RawSocket(port: port, send: request) }
         await f.clock.waitForSleepers(5)
         await group.triggerGracefulShutdown()
         var answered = 0
