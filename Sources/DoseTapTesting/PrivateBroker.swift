@@ -109,8 +109,7 @@ public enum PrivateBroker {
     /// another program has the port). Throws when nothing listens there after 5 s.
     static func waitForMQTT(_ port: Int) async throws -> Bool {
         for _ in 0..<200 {
-            // The handshake blocks up to 2 s: on a thread of its own, not the 2-thread cooperative pool.
-            switch await onOwnThread({ handshake(port) }) {
+            switch handshake(port) {
             case .some(true): return true
             case .some(false): return false
             case nil: try await Task.sleep(for: .milliseconds(25))

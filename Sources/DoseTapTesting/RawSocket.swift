@@ -86,10 +86,9 @@ public final class RawSocket: @unchecked Sendable {
         return String(decoding: answer, as: UTF8.self)
     }
 
-    /// One request over the Unix socket at `path` and the whole answer (the request says `Connection: close`),
-    /// on a thread of its own: the server answering may be in this very process.
-    public static func exchange(unixPath path: String, _ request: String, timeout: Double = 30) async throws -> String {
-        try await onOwnThread { Result { try RawSocket(unixPath: path, send: request).readAll(timeout: timeout) } }.get()
+    /// One request over the Unix socket at `path` and the whole answer (the request says `Connection: close`).
+    public static func exchange(unixPath path: String, _ request: String, timeout: Double = 30) throws -> String {
+        try RawSocket(unixPath: path, send: request).readAll(timeout: timeout)
     }
 
     /// A free TCP port on loopback (bound, read, released: another process may still take it first).

@@ -391,6 +391,8 @@ struct HomeAssistantTests {
             defer { agent.stop() }
             let observer = try await BrokerObserver(port: broker.port, name: "obs", subscriptions: [Self.peer, "\(Self.prefix)/#"], clock: clock)
             try await until("online") { json(observer.last(Self.peer))?["state"] as? String == "online" }
+            // The presence comes first, the discovery configs after it: wait for the one read here.
+            try await until("the discovery config") { json(observer.last(configTopic("sensor", "phase"))) != nil }
             let config = try #require(json(observer.last(configTopic("sensor", "phase"))))
             let availability = try #require((config["availability"] as? [[String: Any]])?.first)
             #expect(availability["topic"] as? String == Self.peer)

@@ -20,7 +20,7 @@ struct AgentProcessTests {
         ) { execution in
             // READY=1 comes after the first battery evaluation.
             var messages: [String] = []
-            while let m = await notify.receive(timeout: 10) {
+            while let m = notify.receive(timeout: 10) {
                 messages.append(m)
                 if m.contains("READY=1") { break }
             }
@@ -28,7 +28,7 @@ struct AgentProcessTests {
             // Watchdog pings at half of WATCHDOG_USEC.
             var sawWatchdog = false
             for _ in 0..<6 where !sawWatchdog {
-                sawWatchdog = await notify.receive(timeout: 2)?.contains("WATCHDOG=1") ?? false
+                sawWatchdog = notify.receive(timeout: 2)?.contains("WATCHDOG=1") ?? false
             }
             #expect(sawWatchdog)
             try cli.writeConfig("[alarm]\ntime = \"07:45\"\n")
@@ -38,7 +38,7 @@ struct AgentProcessTests {
             var reloaded = false
             let deadline = Date().addingTimeInterval(20)
             while !reloaded, Date() < deadline {
-                reloaded = await notify.receive(timeout: 1)?.contains("RELOADING=1") ?? false
+                reloaded = notify.receive(timeout: 1)?.contains("RELOADING=1") ?? false
             }
             #expect(reloaded)
             try await Task.sleep(for: .milliseconds(300))

@@ -144,13 +144,8 @@ final class NotifySocket: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    /// The next message, or nil after `timeout` seconds (the wait on a thread of its own, not the cooperative pool).
-    func receive(timeout: Double) async -> String? {
-        let fd = self.fd
-        return await onOwnThread { Self.receive(fd, timeout: timeout) }
-    }
-
-    private static func receive(_ fd: Int32, timeout: Double) -> String? {
+    /// The next message, or nil after `timeout` seconds.
+    func receive(timeout: Double) -> String? {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&pfd, 1, Int32(timeout * 1000)) == 1 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)

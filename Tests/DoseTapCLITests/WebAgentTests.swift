@@ -20,12 +20,7 @@ final class UnixStreamReader: @unchecked Sendable {   // used by one task at a t
     }
 
     /// Reads until `text` has arrived (after `from` characters of what came before), or the deadline.
-    /// The blocking read runs on a thread of its own (on the 2-thread cooperative pool it stalls other tests).
-    func wait(for text: String, after from: Int = 0, timeout: Double) async -> Double? {
-        await onOwnThread { self.waitBlocking(for: text, after: from, timeout: timeout) }
-    }
-
-    private func waitBlocking(for text: String, after from: Int, timeout: Double) -> Double? {
+    func wait(for text: String, after from: Int = 0, timeout: Double) -> Double? {
         let start = Date()
         var buffer = [UInt8](repeating: 0, count: 8192)
         while true {
@@ -68,19 +63,19 @@ struct WebAgentTests {
                 #expect(await log.wait(for: "listening to BlueZ", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
                 #expect(await log.wait(for: "web dashboard listening", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
                 let stream = try UnixStreamReader(path: socket, request: "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                #expect(await stream.wait(for: "Take Dose 1", timeout: 10) != nil, "\(stream.received)")
+                #expect(stream.wait(for: "Take Dose 1", timeout: 10) != nil, "\(stream.received)")
                 // The Buttons page's live part too: the button, no press yet.
                 let buttons = try UnixStreamReader(path: socket, request: "GET /events?page=buttons HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                #expect(await buttons.wait(for: "none since the agent started", timeout: 10) != nil, "\(buttons.received)")
+                #expect(buttons.wait(for: "none since the agent started", timeout: 10) != nil, "\(buttons.received)")
                 let before = stream.received.count
                 let beforeButtons = buttons.received.count
                 try await bluez.sendBTHome(Self.shelly, [0x40, 0x00, 0x07, 0x3A, 0x01])
-                let seconds = await stream.wait(for: "<dt>Dose 1</dt>", after: before, timeout: 20)
+                let seconds = stream.wait(for: "<dt>Dose 1</dt>", after: before, timeout: 20)
                 // Pushed, not polled: well inside the agent's minute tick. (The sub-second figure is a benchmark's, in
                 // docs/performance.md: on a loaded 2-core machine a test's own wait can lag by seconds.)
                 #expect(seconds != nil && seconds! < 15, "after \(String(describing: seconds)) s: \(stream.received.suffix(500)) \(log.all.joined(separator: "\n"))")
                 #expect(stream.received.dropFirst(before).contains("Take Dose 2"))
-                let pressed = await buttons.wait(for: "<dd class=\"last-press\">single at ", after: beforeButtons, timeout: 5)
+                let pressed = buttons.wait(for: "<dd class=\"last-press\">single at ", after: beforeButtons, timeout: 5)
                 #expect(pressed != nil && pressed! < 1.0, "after \(String(describing: pressed)) s: \(buttons.received.suffix(500))")
                 try execution.send(signal: .terminate)
                 _ = try? await reader.value

@@ -56,7 +56,7 @@ struct WebFloodAgentTests {
             #expect(await log.wait(for: "too many connections", timeout: 60) != nil, "\(log.all.suffix(20).joined(separator: "\n"))")
             // The Unix socket has its own budget: it answers during the flood.
             flood.refill()
-            let answer = try await RawSocket.exchange(unixPath: socket, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            let answer = try RawSocket.exchange(unixPath: socket, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
             // The alarm, due once the flood is in place (a loaded machine may take long to get there): the next
             // minute of the test's zone at least 40 s ahead.

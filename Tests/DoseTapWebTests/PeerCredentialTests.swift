@@ -36,9 +36,9 @@ struct PeerCredentialTests {
     func sameUID() async throws {
         let f = try WebFixture()
         try await withSocket(f) { path in
-            let tonight = try await RawSocket.exchange(unixPath: path, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            let tonight = try RawSocket.exchange(unixPath: path, "GET /api/tonight HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             #expect(tonight.hasPrefix("HTTP/1.1 200"), "\(tonight.prefix(200))")
-            let take = try await RawSocket.exchange(unixPath: path, "POST /api/dose/take HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            let take = try RawSocket.exchange(unixPath: path, "POST /api/dose/take HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             #expect(take.hasPrefix("HTTP/1.1 200"), "\(take.prefix(200))")
             #expect(take.contains("\"source\":\"web\""))
         }
