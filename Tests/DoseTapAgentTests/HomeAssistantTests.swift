@@ -118,9 +118,10 @@ struct HomeAssistantTests {
         var recorded: [DoseEvent] { (try? DoseRepository(database: database).recentLog(now: HomeAssistantTests.t.addingTimeInterval(86_400)).events) ?? [] }
     }
 
-    /// Waits (polling, up to 10 s of real time) until `condition` holds.
+    /// Waits (polling, up to 30 s of real time) until `condition` holds. (10 s ran out once in a fresh-clone run,
+    /// in the first minute of the parallel suite, when every test starts at once on two cores.)
     func until(_ what: String, _ condition: () -> Bool) async throws {
-        let end = Date().addingTimeInterval(10)
+        let end = Date().addingTimeInterval(30)
         while !condition() {
             guard Date() < end else {
                 Issue.record("timed out waiting for \(what)")
