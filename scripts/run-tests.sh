@@ -93,7 +93,11 @@ fi
 umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
 # The sleep guard writing a umockdev RTC's wakealarm (DoseTapAgentTests): its own testbed, its own process.
 umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
-swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests
+swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests --skip highDescriptor
+# The MQTT client from a socket numbered above 1024: the test takes every free descriptor below 1100 for a
+# moment, so it runs alone (beside it, every test that opened a descriptor then got a number above 1024,
+# and Foundation's select()-based helpers corrupt memory there; full runs with it inside hung).
+swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter highDescriptor
 # 100,000 strangers' BLE addresses into a running agent (#25): minutes of two busy processes (the scripted
 # bluetoothd and the agent), alone, so the timing of the tests above is not theirs to bear.
 swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter StrangerFloodTests
