@@ -10,7 +10,7 @@ import Testing
 
 /// Usage alerts in the agent: battery readings on the event bus in, alerts out (recorded), on the fake
 /// clock (the snooze's end is its only timer).
-@Suite("Usage alerts in the agent: once per crossing, across restarts, snooze, off, unreadable", .serialized, .timeLimit(.minutes(1)))
+@Suite("Usage alerts in the agent: once per crossing, across restarts, snooze, off, unreadable", .serialized, .timeLimit(.minutes(4)))
 struct AlertServiceTests {
     let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_000), timeZone: TimeZone(identifier: "UTC")!)
 

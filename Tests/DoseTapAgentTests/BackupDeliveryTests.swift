@@ -15,7 +15,7 @@ import Glibc
 /// (`hw-fixtures/http/scripted-server.py`) that records each request and answers 503, 429 with
 /// Retry-After, 401 or nothing at all, as scripted. The policy's waits and the 10 s timeout are on the
 /// fake clock: the test moves it.
-@Suite("Backup pushes and calls over HTTP: one retry policy against a scripted local server", .serialized, .timeLimit(.minutes(2)))
+@Suite("Backup pushes and calls over HTTP: one retry policy against a scripted local server", .serialized, .timeLimit(.minutes(4)))
 struct BackupDeliveryTests {
     struct Server {
         let port: Int
@@ -51,8 +51,10 @@ struct BackupDeliveryTests {
         }
     }
 
+    /// Polls `condition` for up to 30 s of real time (10 s ran out in the first minute of a fresh-clone run,
+    /// when every test of the suite starts at once on two cores).
     func until(_ what: String, _ condition: () -> Bool) async throws {
-        let end = Date().addingTimeInterval(10)
+        let end = Date().addingTimeInterval(30)
         while !condition() {
             guard Date() < end else {
                 Issue.record("timed out waiting for \(what)")
