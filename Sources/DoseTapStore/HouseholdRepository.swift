@@ -17,18 +17,25 @@ public struct HouseholdRepository: Sendable {
     /// Every known occurrence, earliest first.
     public func occurrences() throws -> [KnownOccurrence] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM household_occurrence ORDER BY at, owner, alarm_id").compactMap { row in
-                guard let owner = String.fromDatabaseValue(row["owner"]), let alarm = Int.fromDatabaseValue(row["alarm_id"]),
-                      let at = Int64.fromDatabaseValue(row["at"]), let label = String.fromDatabaseValue(row["label"]),
-                      let time = String.fromDatabaseValue(row["time"]), let text = String.fromDatabaseValue(row["targets"]),
-                      let strings = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return nil }
-                let targets = strings.compactMap { try? BackupTarget(parsing: $0) }
-                guard targets.count == strings.count else { return nil }
-                let held = Double.fromDatabaseValue(row["held_at"]).flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil }
-                return KnownOccurrence(key: OccurrenceKey(owner: owner, alarmID: alarm, at: at), label: label, time: time, targets: targets,
-                                       heldAt: held)
-            }
+            try Row.fetchAll(db, sql: "SELECT * FROM household_occurrence ORDER BY at, owner, alarm_id").compactMap(Self.occurrence)
         }
+    }
+
+    /// One stored occurrence, or nil for a row that cannot be read. (A function of its own: written as a closure
+    /// inside `occurrences()`, Swift 6.3.1's optimiser crashed on it in the release build — "Found outside of
+    /// lifetime use", CopyPropagation.)
+    private static func occurrence(_ row: Row) -> KnownOccurrence? {
+        guard let owner = String.fromDatabaseValue(row["owner"]), let alarm = Int.fromDatabaseValue(row["alarm_id"]),
+              let at = Int64.fromDatabaseValue(row["at"]), let label = String.fromDatabaseValue(row["label"]),
+              let time = String.fromDatabaseValue(row["time"]), let text = String.fromDatabaseValue(row["targets"]),
+              let strings = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return nil }
+        let targets = strings.compactMap { try? BackupTarget(parsing: $0) }
+        guard targets.count == strings.count else { return nil }
+        let heldValue: DatabaseValue = row["held_at"]
+        var held: Date?
+        if let seconds = Double.fromDatabaseValue(heldValue), seconds.isFinite { held = Date(timeIntervalSince1970: seconds) }
+        return KnownOccurrence(key: OccurrenceKey(owner: owner, alarmID: alarm, at: at), label: label, time: time, targets: targets,
+                               heldAt: held)
     }
 
     /// Takes a plan as received (or published): its occurrences from `now` on replace the future ones known
