@@ -38,6 +38,9 @@ let package = Package(
         .target(name: "CLinuxInput"),
         // timerfd and epoll for the scheduling port (macros Swift cannot import).
         .target(name: "CLinuxTime"),
+        // The alarm's own sound path (#32): ALSA's PCM API, libasound.so.2 loaded at the first sound
+        // (the headers of libasound2-dev to build; libasound2, a Depends of the package, to run).
+        .target(name: "CALSA", linkerSettings: [.linkedLibrary("dl")]),
 
         // The version, git commit and build date (`dosetap --version`), stamped by the BuildStamp plugin.
         .plugin(name: "BuildStamp", capability: .buildTool()),
@@ -65,7 +68,7 @@ let package = Package(
         .target(
             name: "DoseTapLinux",
             dependencies: [
-                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput", "CLinuxTime", "CMosquitto",
+                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput", "CLinuxTime", "CMosquitto", "CALSA",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
@@ -155,7 +158,7 @@ let package = Package(
         // Fakes for every port and fixture loaders; used by tests only.
         .target(
             name: "DoseTapTesting",
-            dependencies: ["DoseTapCore", "CUMockdev", .product(name: "Subprocess", package: "swift-subprocess")],
+            dependencies: ["DoseTapCore", "DoseTapLinux", "CUMockdev", .product(name: "Subprocess", package: "swift-subprocess")],
             linkerSettings: [.linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
 

@@ -38,6 +38,15 @@ mkdir -p "$work/debian"
 printf 'Source: dosetap\n\nPackage: dosetap\nArchitecture: any\n' > "$work/debian/control"
 depends=$(cd "$work" && dpkg-shlibdeps -O -e dosetap/usr/bin/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [[ -n $depends ]] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# ...and what it loads with dlopen (packaging/debian/dlopen), from each library's shlibs entry
+# ("libasound 2 libasound2 (>= 1.2.8)" for libasound.so.2).
+while read -r soname; do
+  [[ -z $soname || $soname == \#* ]] && continue
+  name=${soname%%.so.*} version=${soname##*.so.}
+  entry=$(cat /var/lib/dpkg/info/*.shlibs 2>/dev/null | awk -v n="$name" -v v="$version" '$1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; exit }')
+  [[ -n $entry ]] || { echo "build-deb: no installed package's shlibs file names $soname (install its -dev package)" >&2; exit 1; }
+  depends+=", $entry"
+done < packaging/debian/dlopen
 
 install -d -m755 "$stage/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)

@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh bench  # what `make bench` needs (adds upower, the idle benchmark's yardstick, wrk and hyperfine)
 set -euo pipefail
 
-run_packages=(pkg-config libudev-dev libsqlite3-dev libdbus-1-dev linux-libc-dev libmosquitto-dev)
+run_packages=(pkg-config libudev-dev libsqlite3-dev libdbus-1-dev linux-libc-dev libmosquitto-dev libasound2-dev)
 test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime sqlite3 python3 dbus-daemon dbus-bin python3-dbusmock sox libsox-fmt-all alsa-utils sound-theme-freedesktop python3-venv util-linux mosquitto chromium chromium-driver dpkg-dev fakeroot lintian binutils systemd)
 
 packages=("${run_packages[@]}")

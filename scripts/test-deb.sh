@@ -2,7 +2,8 @@
 # Tests the Debian package (make deb) the way a user meets it, in throwaway roots (dpkg --root), never on
 # this machine's own dpkg database:
 #   1. lintian: no error or warning tag (the overrides it honours are explained in the package);
-#   2. the control fields: Depends only on what the binary loads (readelf NEEDED → dpkg -S), Recommends;
+#   2. the control fields: Depends only on what the binary loads (readelf NEEDED → dpkg -S, and the dlopen
+#      list packaging/debian/dlopen: libasound2), Recommends;
 #   3. install into a root whose dpkg database is a copy of this machine's (so Depends are checked for
 #      real): every file in its Debian place, the binary runs (--version), the unit's ExecStart is
 #      /usr/bin/dosetap, postinst runs (chrootless, DPKG_ROOT set: it must not touch the host's udev);
@@ -37,6 +38,13 @@ for lib in $needed; do
   [[ -n $pkg ]] || fail "no package owns $path ($lib)"
   owners+=("$pkg")
 done
+# ...and the libraries it loads with dlopen (packaging/debian/dlopen): libasound2, the alarm's own sound path.
+for lib in $(grep -v '^#' packaging/debian/dlopen); do
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
+  [[ -n $path ]] || fail "$lib (loaded with dlopen) is not installed here"
+  strings "$work/x/usr/bin/dosetap" | grep -qxF "$lib" || fail "the binary does not name $lib: remove it from packaging/debian/dlopen"
+  owners+=("$(dpkg -S "$(readlink -f "$path")" | head -1 | cut -d: -f1)")
+done
 want=$(printf '%s\n' "${owners[@]}" | sort -u)
 have=$(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/|.*//; s/ //g' | sort -u)
 [[ $want == "$have" ]] || fail "Depends ($(echo $have)) are not the packages of the loaded libraries ($(echo $want))"
@@ -44,6 +52,7 @@ grep -q 'libswift' <<<"$needed" && fail "the binary needs the Swift runtime's sh
 recommends=$(dpkg-deb -f "$deb" Recommends)
 [[ $recommends == *bluez* && $recommends == *pipewire-bin* && $recommends == *alsa-utils* && $recommends == *upower* ]] \
   || fail "Recommends: $recommends"
+grep -qE '(^|, )libasound2( |,|$)' <<<"$depends" || fail "Depends lacks libasound2: the alarm would be silent on a machine without a player"
 pass "Depends: $depends"
 
 # A throwaway root for dpkg: a database that believes what this machine has installed.
@@ -69,6 +78,13 @@ for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
   [[ -f $root/$f ]] || fail "$f is not installed"
 done
 [[ $("$root/usr/bin/dosetap" --version) =~ ^dosetap\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\  ]] || fail "the installed binary's --version"
+# The alarm heard with nothing but the Depends (#32): no player on PATH, the beep into ALSA's file sink.
+home=$work/home-sound
+mkdir -p "$home"
+env -i HOME="$home" PATH=/nonexistent DOSETAP_AUDIO_DEVICE="file:FILE=$home/alarm.wav,FORMAT=wav" \
+  "$root/usr/bin/dosetap" feedback preview alarm > "$home/out.txt" 2>&1 || { cat "$home/out.txt" >&2; fail "feedback preview alarm without a player"; }
+[[ $(stat -c %s "$home/alarm.wav" 2>/dev/null || echo 0) -gt 28000 ]] || fail "feedback preview alarm wrote no beep to ALSA's file sink"
+pass "the installed binary plays the alarm's beep through ALSA with no player on PATH: $(cat "$home/out.txt")"
 grep -qx 'ExecStart=/usr/bin/dosetap agent' "$root/usr/lib/systemd/user/dosetap.service" || fail "the unit's ExecStart"
 [[ $(zcat "$root/usr/share/man/man1/dosetap.1.gz") == *$'\n.Dt DOSETAP 1'* ]] || fail "dosetap.1 is not a manual page"
 lexgrog "$root/usr/share/man/man1/dosetap.dose.take.1.gz" > /dev/null || fail "whatis cannot read dosetap.dose.take's NAME"

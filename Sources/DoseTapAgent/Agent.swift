@@ -200,6 +200,10 @@ public enum Agent {
                                       clock: TimerFDScheduler.shared, logger: logger) { step in
                 await feedback.play(.batteryNudge, title: step.nudge.header, body: AlarmRiskMonitor.body(step))
             })))
+        // Whether the alarm can be heard here (#32): said in the log at start, recorded for the CLI and the dashboard.
+        services.append(.init(service: SoundWatchService(
+            check: { SoundCheck.current(udev: udev) }, status: SoundStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger),
+            udev: udev, clock: TimerFDScheduler.shared, logger: logger)))
         var context = AgentContext(paths: paths, configuration: configuration.current, database: database, events: events,
                                    doses: doses, alarms: alarmUseCases,
                                    battery: readBattery,

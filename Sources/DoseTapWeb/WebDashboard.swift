@@ -38,8 +38,9 @@ public final class WebDashboard: Sendable {
     let databaseChanges: @Sendable () -> AsyncStream<Void>?
     let alarms: AlarmUseCases?
     let batteries: WebBatteries?
-    /// "This machine may sleep through the alarm: …", or nil when waking works.
-    let wakeProblem: @Sendable () -> String?
+    /// What stands between an alarm and its being heard: "This machine may sleep through the alarm: …",
+    /// "This machine cannot play the alarm: …"; empty when nothing does.
+    let alarmWarnings: @Sendable () -> [String]
     let limiter: Mutex<RateLimiter>
     /// The alarms ringing now, as the agent's event stream told (alarm ids).
     let ringingAlarms = Mutex<Set<Int>>([])
@@ -56,7 +57,7 @@ public final class WebDashboard: Sendable {
 
     public init(doses: DoseUseCases, events: EventBus, clock: any Scheduling, secret: WebSecret, ownUID: UInt32 = getuid(),
                 logger: Logger, databaseChanges: @escaping @Sendable () -> AsyncStream<Void>? = { nil },
-                alarms: AlarmUseCases? = nil, wakeProblem: @escaping @Sendable () -> String? = { nil },
+                alarms: AlarmUseCases? = nil, alarmWarnings: @escaping @Sendable () -> [String] = { [] },
                 batteries: WebBatteries? = nil, sounds: WebSounds? = nil, buttons: WebButtons? = nil,
                 redeemedCodes dataDirectory: URL? = nil, household: AlarmUseCases.Household? = nil, usageAlerts: AlertUseCases? = nil,
                 rateLimit: RateLimiter = RateLimiter(), storeGeneration: (@Sendable () -> Int)? = nil) {
@@ -68,7 +69,7 @@ public final class WebDashboard: Sendable {
         self.buttons = buttons
         self.alarms = alarms
         self.batteries = batteries
-        self.wakeProblem = wakeProblem
+        self.alarmWarnings = alarmWarnings
         self.doses = doses
         self.events = events
         self.clock = clock
@@ -458,18 +459,18 @@ public final class WebDashboard: Sendable {
             var headers = HTTPFields()
             let flash = takeFlash(request, &headers)
             let csrf = csrf(access)
-            let wakeProblem = wakeProblem()
+            let warnings = alarmWarnings()
             let ringing = ringingAlarms.withLock { $0 }
             func render() throws -> String {
                 let (views, unusable) = try alarms.list()
                 let unusableLines = unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" }
-                return AlarmsPage.render(alarms: views, unusable: unusableLines, wakeProblem: wakeProblem,
+                return AlarmsPage.render(alarms: views, unusable: unusableLines, warnings: warnings,
                                          timeZone: clock.timeZone, csrf: csrf, flash: flash, backups: backups(views, alarms), ringing: ringing)
             }
             guard flash == nil else { return Self.html(try render(), headers: headers) }
-            // The wake warning (a file) and the alarms ringing are read per request: part of the key. The next
+            // The wake and sound warnings (files) and the alarms ringing are read per request: part of the key. The next
             // occurrence and the battery forecast are drawn again at least every minute.
-            let variant = Self.themeVariant + "|" + (wakeProblem ?? "") + "|" + ringing.sorted().map(String.init).joined(separator: ",")
+            let variant = Self.themeVariant + "|" + warnings.joined(separator: "\n") + "|" + ringing.sorted().map(String.init).joined(separator: ",")
             let now = clock.now()
             return Self.html(try self.views.view(.init(view: "/alarms", session: csrf, variant: variant), now: now) {
                 (try render(), ViewCache.nextMinute(after: now))
@@ -593,7 +594,7 @@ public final class WebDashboard: Sendable {
         case "alarms":
             guard let alarms, let (views, unusable) = try? alarms.list() else { return nil }
             return AlarmsPage.fragment(alarms: views, unusable: unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" },
-                                       wakeProblem: wakeProblem(), timeZone: clock.timeZone, csrf: csrf, backups: backups(views, alarms),
+                                       warnings: alarmWarnings(), timeZone: clock.timeZone, csrf: csrf, backups: backups(views, alarms),
                                        ringing: ringingAlarms.withLock { $0 })
         case "batteries":
             guard let batteries else { return nil }

@@ -42,7 +42,7 @@ public enum WebFace {
         }
         let dashboard = WebDashboard(doses: context.doses, events: context.events, clock: context.clock, secret: secret,
                                      logger: context.logger, databaseChanges: context.databaseChanges, alarms: context.alarms,
-                                     wakeProblem: { WakeCheck.problem(dataDirectory: dataDirectory)?.message },
+                                     alarmWarnings: { AlarmWarnings.lines(dataDirectory: dataDirectory) },
                                      batteries: batteries(context),
                                      sounds: context.feedback.map { WebSounds(settings: $0, preview: context.soundPreview) },
                                      buttons: buttons, redeemedCodes: dataDirectory,

@@ -19,7 +19,7 @@ struct FeedbackCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "feedback",
         abstract: "How DoseTap tells you things: sound, vibration, notifications, per event.",
-        subcommands: [Show.self, Set.self, Event.self, Resolve.self]
+        subcommands: [Show.self, Set.self, Event.self, Resolve.self, Preview.self]
     )
 
     enum OnOff: String, ExpressibleByArgument, CaseIterable {
@@ -146,6 +146,92 @@ struct FeedbackCommand: ParsableCommand {
     }
 }
 
+extension FeedbackCommand {
+    struct Preview: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Play an event's feedback once, as the agent would now: its sound and its vibration (Ctrl-C stops it).",
+            discussion: """
+                The alarm is always heard: with its sound turned off, or a sound this machine cannot play, it plays \
+                the built-in beep — through pw-play, paplay, play or aplay where installed, else through ALSA from \
+                this process (DOSETAP_AUDIO_DEVICE names another output).
+                """)
+        @Argument(help: "dose-window-open, dose-reminder, dose-urgent, dose-closed, dose-recorded, action-rejected, battery-nudge or alarm.")
+        var event: String
+        @OptionGroup var location: DataOptions
+
+        func run() async throws {
+            let e: FeedbackEvent
+            do { e = try FeedbackEvent(validating: event) } catch { throw ValidationError(error.description) }
+            let logger = Logger(label: "dosetap.cli")
+            let devices = try failing { try makeFeedbackDevices(logger: logger, desktop: false) }
+            let plan = try failing {
+                try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory), devices: { devices }, logger: logger)
+                    .resolve(e)
+            }
+            // As the agent rings it (AlarmRinger): an alarm with no sound set plays the built-in beep.
+            let sound = plan.chime ? plan.sound ?? (e == .alarm ? devices.beep : nil) : nil
+            let haptics = plan.chime && devices.haptics.isSupported ? plan.haptics : nil
+            guard sound != nil || haptics != nil else {
+                printLine("\(e.rawValue): nothing to play (" + (plan.muted ? "muted by quiet mode" : plan.chime ? "no sound, no vibration" : "chime off") + ")")
+                return
+            }
+            let played = try await interruptible {
+                try await withThrowingTaskGroup(of: SoundInfo?.self) { group in
+                    if let sound {
+                        group.addTask {
+                            if e == .alarm { return try await devices.playAlarmSound(sound, volume: 1, logger: logger) }
+                            try await devices.player.play(sound)
+                            return sound
+                        }
+                    }
+                    if let haptics {
+                        group.addTask {
+                            try await devices.haptics.play(haptics)
+                            return nil
+                        }
+                    }
+                    var heard: SoundInfo?
+                    for try await result in group { heard = heard ?? result }
+                    return heard
+                }
+            } failure: { error in
+                CLIError("cannot play the \(e.rawValue) feedback: \(error)")
+            }
+            guard let played else { throw ExitCode(130) }
+            if let heard = played {
+                printLine("\(e.rawValue): played \(DisplayText.escaped(heard.name))" + (heard.name != sound?.name ? " (instead of \(DisplayText.escaped(sound?.name ?? "")), which cannot play here)" : ""))
+            }
+            if let haptics {
+                printLine("\(e.rawValue): vibrated \(haptics.intensity.rawValue), \(haptics.pulses.count) pulse(s), \(haptics.totalMilliseconds) ms")
+            } else if plan.haptics != nil {
+                printLine("\(e.rawValue): no vibration — Not supported on this device")
+            }
+        }
+    }
+}
+
+/// Runs `body` until it ends or Ctrl-C cancels it: its result, or nil when Ctrl-C cancelled it (the caller
+/// exits 130, like any interrupted command). A failure that was not the interruption is thrown as `failure(error)`.
+func interruptible<T: Sendable>(_ body: @escaping @Sendable () async throws -> T, failure: (any Error) -> any Error) async throws -> T? {
+    let work = Task { try await body() }
+    let interrupted = Interrupted()
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+    signal(SIGINT, SIG_IGN)
+    interrupt.setEventHandler {
+        interrupted.set()
+        work.cancel()
+    }
+    interrupt.resume()
+    defer { interrupt.cancel() }
+    do {
+        let value = try await work.value
+        return interrupted.value ? nil : value
+    } catch {
+        if !interrupted.value { throw failure(error) }
+        return nil
+    }
+}
+
 struct SoundsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sounds", abstract: "The machine's sounds.", subcommands: [List.self, Preview.self])
@@ -180,22 +266,10 @@ struct SoundsCommand: AsyncParsableCommand {
             do { sound = try devices.sound(named: name) } catch { throw CLIError("\(error)") }
             let player = devices.player
             // Ctrl-C cancels the playback (the player stops its process), then exits 130 like any interrupted command.
-            let playback = Task { try await player.play(sound) }
-            let interrupted = Interrupted()
-            let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-            signal(SIGINT, SIG_IGN)
-            interrupt.setEventHandler {
-                interrupted.set()
-                playback.cancel()
+            let name = self.name
+            if try await interruptible({ try await player.play(sound) }, failure: { CLIError("cannot play \(name): \($0)") }) == nil {
+                throw ExitCode(130)
             }
-            interrupt.resume()
-            defer { interrupt.cancel() }
-            do {
-                try await playback.value
-            } catch {
-                if !interrupted.value { throw CLIError("cannot play \(name): \(error)") }
-            }
-            if interrupted.value { throw ExitCode(130) }
         }
     }
 }

@@ -8,7 +8,7 @@ import Testing
 
 /// Alarms ringing through the real agent on the real clock (faketime breaks a running agent's timers, see
 /// design.md): python-dbusmock's notification daemon on a private session bus, its BlueZ on a private
-/// system bus, the audio player on ALSA's null device. Alarm times are minutes, so the time zone is a
+/// system bus, the sound through ALSA from the agent itself into ALSA's file sink. Alarm times are minutes, so the time zone is a
 /// fixed offset with seconds (`XXX-0:00:SS`, which the C library and DoseTap read), chosen so that the
 /// next local minute starts a few seconds after the test does: the alarm rings on time without waiting
 /// for a real minute boundary.
@@ -62,6 +62,7 @@ struct AlarmAgentTests {
         #expect(try await cli.run(["button", "add", Self.shelly, "--kind", "bthome", "--name", "bedside"]).exitCode == 0)
         let database = try DoseTapDatabase(directory: cli.dataDirectory)
         let log = LineBuffer()
+        let sink = cli.home.appendingPathComponent("ring.wav").path
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { system in
             let bluez = try DBusConnection(bus: .address(system.address))
             try await bluez.addMockBlueZDevice(Self.shelly, alias: "SBBT-002C")
@@ -71,9 +72,11 @@ struct AlarmAgentTests {
                 let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
                 let result = try await Subprocess.run(
                     exe, arguments: Arguments(argv),
+                    // No player program on PATH: the alarm rings through ALSA from the agent itself (#32), into
+                    // ALSA's file sink.
                     environment: cli.environment(tz: tz, extra: ["DBUS_SYSTEM_BUS_ADDRESS": system.address,
                                                                  "DBUS_SESSION_BUS_ADDRESS": session.address,
-                                                                 "DOSETAP_AUDIO_DEVICE": "null"]),
+                                                                 "PATH": "/nonexistent", "DOSETAP_AUDIO_DEVICE": "file:FILE=\(sink),FORMAT=wav"]),
                     input: .none, output: .discarded, error: .sequence
                 ) { execution in
                     let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
@@ -89,6 +92,12 @@ struct AlarmAgentTests {
                             "\(log.all.joined(separator: "\n"))")
                     let late = Date().timeIntervalSince(minute)
                     #expect(late < 2, "rang \(late) s after its minute")
+                    // Its sound: the beep (no sound set), softly at first (the volume rises over 30 s), in the sink.
+                    #expect(try await waitFor { ((try? WAVAudio(contentsOf: sink))?.frames ?? 0) == 14_400 }, "\(log.all.joined(separator: "\n"))")
+                    let heard = try WAVAudio(contentsOf: sink)
+                    #expect(heard.sampleRate == 48_000 && heard.samples.contains { $0 != 0 })
+                    #expect(log.all.contains { $0.contains("the alarm can be heard on this machine") })
+                    #expect(!log.all.contains { $0.contains("alarm sound failed") }, "\(log.all.joined(separator: "\n"))")
                     let shown = try await mockCalls(desktop, notifications.destination, notifications.path, "Notify")
                     let first = try #require(shown.first)
                     #expect(first[3].string == "Alarm \(hhmm)")

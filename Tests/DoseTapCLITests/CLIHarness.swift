@@ -64,6 +64,9 @@ struct CLI {
             // UPower's configuration from the private home (absent unless a test writes it: 2 %), never
             // the machine's /etc/UPower, so the power-off level is the same on every machine.
             "DOSETAP_UPOWER_DIR": home.appendingPathComponent("upower").path,
+            // ALSA's null device: sounds play (to nowhere) on a machine with no sound card, and `alarm add` says
+            // nothing about one (#32). The tests of that warning set it empty.
+            "DOSETAP_AUDIO_DEVICE": "null",
         ]
         // Under scripts/sanitize.sh the binary is built with a sanitizer: it gets the same options as the
         // test process (LeakSanitizer off, halt on the first report).
@@ -79,7 +82,8 @@ struct CLI {
         // "-f" with an absolute time freezes the clock: every run sees exactly that instant.
         if let fakeTime { argv = ["/usr/bin/faketime", "-f", fakeTime] + argv }
         if let scenario {
-            let path = Fixtures.root.appendingPathComponent("power_supply/\(scenario).umockdev").path
+            // "ac-online" is a power-supply recording; "sound/no-sound-card" names a folder of hw-fixtures.
+            let path = Fixtures.root.appendingPathComponent(scenario.contains("/") ? "\(scenario).umockdev" : "power_supply/\(scenario).umockdev").path
             argv = ["/usr/bin/umockdev-run", "-d", path, "--"] + argv
         }
         return (.path(FilePath(argv[0])), Array(argv.dropFirst()))

@@ -467,7 +467,7 @@ struct SoundPlayerTests {
         let error = try await #require(throws: SoundPlayerError.self) {
             try await player.play(SoundInfo(name: "bell", theme: "freedesktop", path: "/usr/share/sounds/freedesktop/stereo/bell.oga"))
         }
-        #expect(error.description.contains("aplay plays only WAV"))
+        #expect(error.description.contains("without pw-play, paplay or play only WAV files play"))
 
         // With sox after aplay, the .oga goes to sox.
         let both = try SubprocessSoundPlayer(players: [Self.aplay, Self.sox])
@@ -556,7 +556,7 @@ struct SoundPlayerChoiceTests {
         #expect(AudioPlayerCommand(program: .paplay, executable: "/usr/bin/paplay").canPlay(file))
     }
 
-    @Test("detection takes pw-play, paplay, play, aplay in that order, from PATH")
+    @Test("detection takes pw-play, paplay, play, aplay in that order, from PATH, then always the built-in ALSA path")
     func detection() throws {
         let tree = try TemporaryTree()
         for (dir, name) in [("a", "aplay"), ("b", "paplay"), ("b", "notaplayer"), ("c", "play")] {
@@ -569,8 +569,12 @@ struct SoundPlayerChoiceTests {
             AudioPlayerCommand(program: .paplay, executable: tree.path("b/paplay"), device: "null"),
             AudioPlayerCommand(program: .sox, executable: tree.path("c/play"), device: "null"),
             AudioPlayerCommand(program: .aplay, executable: tree.path("a/aplay"), device: "null"),
+            .builtin(device: "null"),
         ])
-        #expect(AudioPlayerCommand.detect(searchPath: tree.path("empty")).isEmpty)
+        // Nothing on PATH: the alarm still has its own way out (#32).
+        #expect(AudioPlayerCommand.detect(searchPath: tree.path("empty")) == [.builtin()])
+        #expect(!AudioPlayerCommand.builtin().isExternal && AudioPlayerCommand.builtin().canPlay("/s/beep.wav")
+                && !AudioPlayerCommand.builtin().canPlay("/s/bell.oga"))
         #expect(throws: SoundPlayerError.self) { _ = try SubprocessSoundPlayer(players: []) }
         // This machine has sox and aplay (the test dependencies).
         #expect(AudioPlayerCommand.detect(searchPath: "/usr/bin:/bin").map(\.program).contains(.sox))

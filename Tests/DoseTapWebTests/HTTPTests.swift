@@ -42,7 +42,7 @@ struct WebFixture {
     ///   - motor: whether the machine has a vibration motor.
     ///   - found: what a button scan finds.
     ///   - cached: views kept by the data folder's generation (as in the agent); false: every request draws.
-    init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil, motor: Bool = true,
+    init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil, soundProblem: String? = nil, motor: Bool = true,
          player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = [], cached: Bool = true,
          rateLimit: RateLimiter = RateLimiter()) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
@@ -70,7 +70,7 @@ struct WebFixture {
         let watcher = cached ? try DirectoryWatcher(directory: dir.path) : nil
         self.watcher = watcher
         dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test") { _ in logs },
-                                 alarms: alarms, wakeProblem: { wakeProblem },
+                                 alarms: alarms, alarmWarnings: { [wakeProblem, soundProblem].compactMap { $0 } },
                                  batteries: WebBatteries(now: { battery }, samples: { since in samples.filter { $0.at >= since } },
                                                          others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }),
                                  sounds: WebSounds(settings: settings, preview: preview), buttons: buttons,
@@ -394,9 +394,10 @@ struct AlarmRouteTests {
         }
     }
 
-    @Test("an alarm the battery will not last to has the red card with its words; the wake warning is shown")
+    @Test("an alarm the battery will not last to has the red card with its words; the wake and sound warnings are shown")
     func nudgeCard() async throws {
-        let f = try WebFixture(battery: WebFixture.draining, wakeProblem: "This machine may sleep through the alarm: no RTC. Fix: none")
+        let f = try WebFixture(battery: WebFixture.draining, wakeProblem: "This machine may sleep through the alarm: no RTC. Fix: none",
+                               soundProblem: "This machine cannot play the alarm: no <card>. Fix: plug one in")
         try await f.application.test(.router) { client in
             let (cookie, csrf) = try await f.pair(client)
             let add = try await client.execute(uri: "/api/alarms", method: .post, headers: headers(cookie, csrf: csrf, json: true),
@@ -406,7 +407,7 @@ struct AlarmRouteTests {
             let page = try await client.execute(uri: "/alarms", method: .get, headers: headers(cookie))
             #expect(page.text.contains("<div class=\"nudge critical\"><p class=\"nudge-header\"><strong>Alarm at Risk</strong>"))
             #expect(page.text.contains("Plug in now."))
-            #expect(page.text.contains("This machine may sleep through the alarm: no RTC."))
+            #expect(page.text.contains("<p>This machine may sleep through the alarm: no RTC. Fix: none</p><p>This machine cannot play the alarm: no &lt;card&gt;. Fix: plug one in</p>"))
             let badType = try await client.execute(uri: "/api/alarms/1", method: .patch, headers: headers(cookie, csrf: csrf, json: true),
                                                    body: ByteBuffer(string: #"{"enabled": "no"}"#))
             #expect(badType.status == .badRequest)

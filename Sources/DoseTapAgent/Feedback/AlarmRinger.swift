@@ -88,7 +88,7 @@ public final class AlarmRinger: Sendable {
         let (sound, pattern) = plan(for: alarm)
         let clock = self.clock
         let logger = self.logger
-        let player = devices.player
+        let devices = self.devices
         let haptics = devices.haptics
         let started = ring.startedAt ?? clock.now()
         let report = onFirstOutput
@@ -98,11 +98,13 @@ public final class AlarmRinger: Sendable {
                     group.addTask {
                         var first = true
                         var failed = false
+                        // Becomes the built-in beep when the alarm's own sound cannot play here.
+                        var sound = sound
                         while !Task.isCancelled {
                             let volume = AlarmVolume.at(elapsed: clock.now().timeIntervalSince(started))
                             if first { report?(ring, "sound", Date()); first = false }
                             do {
-                                try await player.play(sound, volume: volume)
+                                sound = try await devices.playAlarmSound(sound, volume: volume, logger: logger)
                                 failed = false
                             } catch {
                                 if !failed { logger.error("alarm sound failed; retrying", metadata: ["sound": "\(sound.name)", "error": "\(error)"]) }
@@ -203,5 +205,24 @@ public final class AlarmRinger: Sendable {
         calendar.timeZone = timeZone
         let parts = calendar.dateComponents([.hour, .minute], from: date)
         return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+    }
+}
+
+extension FeedbackDevices {
+    /// Plays an alarm's sound once, at `volume`. A sound that cannot play here — an Ogg theme sound on a
+    /// machine with no player for Ogg (the built-in ALSA path reads WAV), a file gone since — hands over to
+    /// the built-in beep at once: an alarm is heard wherever there is an output. Returns the sound that
+    /// played (the beep from then on). Throws when the beep cannot play either (no output at all).
+    public func playAlarmSound(_ sound: SoundInfo, volume: Double, logger: Logger) async throws -> SoundInfo {
+        do {
+            try await player.play(sound, volume: volume)
+            return sound
+        } catch {
+            guard sound.name != SoundInfo.builtinBeepName, !Task.isCancelled else { throw error }
+            logger.warning("the alarm's sound cannot play here: ringing with the built-in beep",
+                           metadata: ["sound": "\(DisplayText.escaped(sound.name))", "error": "\(error)"])
+            try await player.play(beep, volume: volume)
+            return beep
+        }
     }
 }

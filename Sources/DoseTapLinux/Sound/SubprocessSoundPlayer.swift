@@ -4,7 +4,8 @@ import Logging
 import Subprocess
 import Synchronization
 
-/// One of the Debian command-line players DoseTap can drive, with an optional output device.
+/// One of the Debian command-line players DoseTap can drive, or its own ALSA path (`AlsaPlayback`, in this
+/// process), with an optional output device.
 public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringConvertible {
     public enum Program: String, Sendable, Equatable, Hashable, CaseIterable {
         /// PipeWire (pipewire-bin).
@@ -15,6 +16,11 @@ public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringCon
         case sox = "play"
         /// ALSA (alsa-utils). WAV only.
         case aplay
+        /// ALSA from this process (libasound2, a Depends of the package): no external player. WAV only.
+        case alsa
+
+        /// The external programs, looked up on `PATH`.
+        public static let external: [Program] = [.pwPlay, .paplay, .sox, .aplay]
     }
 
     public var program: Program
@@ -29,23 +35,37 @@ public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringCon
         self.device = device
     }
 
-    /// The program found on `PATH`, or nil.
+    /// The program found on `PATH`, or nil. The built-in ALSA path is always there.
     public init?(program: Program, device: String? = nil,
                  searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") {
+        if program == .alsa {
+            self = .builtin(device: device)
+            return
+        }
         guard let executable = Self.which(program.rawValue, searchPath: searchPath) else { return nil }
         self.init(program: program, executable: executable, device: device)
     }
 
-    /// Every player on `PATH`, in preference order: pw-play, paplay, play (sox), aplay.
-    public static func detect(device: String? = nil,
-                              searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") -> [AudioPlayerCommand] {
-        Program.allCases.compactMap { AudioPlayerCommand(program: $0, device: device, searchPath: searchPath) }
+    /// This process's own ALSA path (`AlsaPlayback`).
+    public static func builtin(device: String? = nil) -> AudioPlayerCommand {
+        AudioPlayerCommand(program: .alsa, executable: "libasound.so.2", device: device)
     }
 
-    /// aplay reads WAV only; the others read WAV, Ogg (Vorbis) and FLAC.
-    public func canPlay(_ path: String) -> Bool {
-        program != .aplay || path.lowercased().hasSuffix(".wav")
+    /// Every player on `PATH`, in preference order — pw-play, paplay, play (sox), aplay: they talk to the
+    /// session's sound server and read Ogg and FLAC too — and last, always, the built-in ALSA path, so a
+    /// machine with none of them still plays the alarm's WAV sounds (the built-in beep among them).
+    public static func detect(device: String? = nil,
+                              searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") -> [AudioPlayerCommand] {
+        Program.external.compactMap { AudioPlayerCommand(program: $0, device: device, searchPath: searchPath) } + [.builtin(device: device)]
     }
+
+    /// aplay and the built-in ALSA path read WAV only; the others read WAV, Ogg (Vorbis) and FLAC.
+    public func canPlay(_ path: String) -> Bool {
+        (program != .aplay && program != .alsa) || path.lowercased().hasSuffix(".wav")
+    }
+
+    /// Whether this is a program of its own (not the built-in ALSA path).
+    public var isExternal: Bool { program != .alsa }
 
     /// The arguments and the extra environment for playing one file, at `volume` (0…1 of full scale; 1 adds
     /// no option). aplay has no volume option: it always plays at full scale.
@@ -64,6 +84,9 @@ public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringCon
                     device.map { ["AUDIODRIVER": "alsa", "AUDIODEV": $0] } ?? [:])
         case .aplay:
             return (["-q"] + (device.map { ["-D", $0] } ?? []) + [file], [:])
+        case .alsa:
+            // Not a program: `AlsaPlayback` plays the file in this process.
+            return ([file], [:])
         }
     }
 
@@ -71,7 +94,7 @@ public struct AudioPlayerCommand: Sendable, Equatable, Hashable, CustomStringCon
     public var setsVolume: Bool { program != .aplay }
 
     public var description: String {
-        program.rawValue + (device.map { " (device \($0))" } ?? "")
+        (program == .alsa ? "alsa (built in)" : program.rawValue) + (device.map { " (device \($0))" } ?? "")
     }
 
     static func which(_ name: String, searchPath: String) -> String? {
@@ -167,7 +190,8 @@ public enum PlaybackOutcome: Sendable, Equatable {
 }
 
 /// Plays sound files through a real audio path: a Debian player run with swift-subprocess (not
-/// Foundation's `Process`, whose children inherit blocked signals and can ignore SIGTERM).
+/// Foundation's `Process`, whose children inherit blocked signals and can ignore SIGTERM), or this
+/// process's own ALSA path (`AlsaPlayback`) where no player is installed or every one failed.
 ///
 /// A file goes to the first player that reads its format; if that player fails (pw-play installed but no
 /// PipeWire running, say), the next one is tried. One sound at a time: a new `play` stops the one
@@ -208,10 +232,12 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
         self.logger = logger
     }
 
-    /// The players found on `PATH` (pw-play, paplay, play, aplay), all on `device` when given.
+    /// The players found on `PATH` (pw-play, paplay, play, aplay), then the built-in ALSA path, all on
+    /// `device` when given.
     public convenience init(device: String? = nil, builtinBeepDirectory: String? = nil,
-                            logger: Logger = Logger(label: "dosetap.sound")) throws {
-        try self.init(players: AudioPlayerCommand.detect(device: device), builtinBeepDirectory: builtinBeepDirectory, logger: logger)
+                            logger: Logger = Logger(label: "dosetap.sound")) {
+        self.init(checked: AudioPlayerCommand.detect(device: device), gracePeriod: .milliseconds(500),
+                  builtinBeepDirectory: builtinBeepDirectory, logger: logger)
     }
 
     /// True while a sound plays (or waits for the previous one to stop).
@@ -251,7 +277,7 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
         }
         let commands = players.filter { $0.canPlay(path) }
         guard !commands.isEmpty else {
-            throw SoundPlayerError("cannot play '\(sound.name)': aplay plays only WAV files (install sox, pipewire-bin or pulseaudio-utils)")
+            throw SoundPlayerError("cannot play '\(sound.name)': without pw-play, paplay or play only WAV files play (install pipewire-bin, pulseaudio-utils or sox)")
         }
         let grace = gracePeriod
         let logger = self.logger
@@ -291,6 +317,10 @@ public final class SubprocessSoundPlayer: SoundPlayer, Sendable {
 
     static func run(_ command: AudioPlayerCommand, file: String, volume: Double = 1, grace: Duration,
                     logger: Logger) async throws -> PlaybackOutcome {
+        if command.program == .alsa {
+            logger.debug("playing", metadata: ["player": "\(command)", "file": "\(file)"])
+            return try await AlsaPlayback.play(file: file, device: command.device, volume: volume)
+        }
         let (arguments, extra) = command.invocation(for: file, volume: volume)
         var environment = Environment.inherit
         if !extra.isEmpty {

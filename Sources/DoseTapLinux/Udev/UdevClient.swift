@@ -146,6 +146,24 @@ public final class UdevClient: @unchecked Sendable {
         }
     }
 
+    /// The sysnames of the devices of `subsystem` whose sysname matches the glob `sysname` ("sound", "card*").
+    public func sysnames(subsystem: String, matching sysname: String? = nil) throws(UdevError) -> [String] {
+        let result = queue.sync { () -> Result<[String], UdevError> in
+            var names: [String] = []
+            do {
+                try enumerate(subsystem: subsystem, sysname: sysname) { device in
+                    if let name = device.sysname { names.append(name) }
+                }
+            } catch let error as UdevError {
+                return .failure(error)
+            } catch {
+                return .failure(.fromErrno(.scan))
+            }
+            return .success(names.sorted())
+        }
+        return try result.get()
+    }
+
     /// A fresh read of one device (libudev caches attribute values per device object: a new object
     /// reads sysfs again), handed to `body` while it is valid; nil when there is no such device. On `queue`.
     func withDevice<T>(subsystem: String, sysname: String, _ body: (UdevDevice) -> T) -> T? {

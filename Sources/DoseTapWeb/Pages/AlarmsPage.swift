@@ -22,11 +22,11 @@ enum AlarmsPage {
         var previewProblem: String?
     }
 
-    static func render(alarms: [AlarmView], unusable: [String], wakeProblem: String?, timeZone: TimeZone, csrf: String,
+    static func render(alarms: [AlarmView], unusable: [String], warnings: [String], timeZone: TimeZone, csrf: String,
                        flash: Flash?, backups: [Int: Backups] = [:], ringing: Set<Int> = []) -> String {
         var body = "<h1>Alarms</h1>"
         body += "<div id=\"announce\" role=\"status\" aria-live=\"polite\">\(flash.map(TonightPage.renderFlash) ?? "")</div>"
-        body += HTML.live("alarms", fragment(alarms: alarms, unusable: unusable, wakeProblem: wakeProblem, timeZone: timeZone, csrf: csrf,
+        body += HTML.live("alarms", fragment(alarms: alarms, unusable: unusable, warnings: warnings, timeZone: timeZone, csrf: csrf,
                                              backups: backups, ringing: ringing))
         body += """
             <h2>Add an alarm</h2>
@@ -38,12 +38,13 @@ enum AlarmsPage {
         return HTML.page(title: "Alarms", current: "/alarms", body: body)
     }
 
-    /// The live part: the wake warning, the alarms (ringing, next occurrence, the battery card), the unreadable rows.
-    static func fragment(alarms: [AlarmView], unusable: [String], wakeProblem: String?, timeZone: TimeZone, csrf: String,
+    /// The live part: the wake and sound warnings, the alarms (ringing, next occurrence, the battery card), the unreadable rows.
+    static func fragment(alarms: [AlarmView], unusable: [String], warnings: [String], timeZone: TimeZone, csrf: String,
                          backups: [Int: Backups], ringing: Set<Int>) -> String {
         var body = ""
-        if let wakeProblem, alarms.contains(where: \.alarm.enabled) {
-            body += "<div class=\"nudge warning\" role=\"note\"><p class=\"nudge-header\"><strong>Warning</strong></p><p>\(HTML.escape(wakeProblem, maxLength: 1000))</p></div>"
+        if !warnings.isEmpty, alarms.contains(where: \.alarm.enabled) {
+            body += "<div class=\"nudge warning\" role=\"note\"><p class=\"nudge-header\"><strong>Warning</strong></p>"
+                + warnings.map { "<p>\(HTML.escape($0, maxLength: 1000))</p>" }.joined() + "</div>"
         }
         if alarms.isEmpty {
             body += "<p>No alarms yet.</p>"
