@@ -82,11 +82,18 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // config.toml: its model and its parser (TOMLKit), apart from the agent's wiring.
+        .target(
+            name: "DoseTapConfig",
+            dependencies: ["DoseTapCore", .product(name: "TOMLKit", package: "TOMLKit")],
+            swiftSettings: strict
+        ),
+
         // Daemon wiring: services, config, lifecycle.
         .target(
             name: "DoseTapAgent",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP", "DoseTapVersion",
+                "DoseTapCore", "DoseTapConfig", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP", "DoseTapVersion",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -237,7 +244,7 @@ if Context.environment["DOSETAP_FUZZ"] != nil {
                           path: "Fuzz/DBus", swiftSettings: strict),
         .executableTarget(name: "fuzz-hid", dependencies: ["DoseTapLinux", "DoseTapCore", "CLinuxInput", "DoseTapFuzzSupport"],
                           path: "Fuzz/HID", swiftSettings: strict),
-        .executableTarget(name: "fuzz-config", dependencies: ["DoseTapAgent", "DoseTapFuzzSupport"],
+        .executableTarget(name: "fuzz-config", dependencies: ["DoseTapConfig", "DoseTapFuzzSupport"],
                           path: "Fuzz/Config", swiftSettings: strict),
     ]
 }

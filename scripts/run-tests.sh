@@ -114,5 +114,6 @@ scripts/test-deb.sh "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-archit
 scripts/crash-safety.sh 40
 
 # Every libFuzzer target, briefly: 10^5 executions each, failing on any crash (make fuzz runs 10^7 on a
-# release build; see docs/performance.md, "Fuzzing"). A debug build here: it builds in a fifth of the time.
+# release build; see docs/performance.md, "Fuzzing"). A debug build here: it builds in a fifth of the time,
+# and none of the targets needs SwiftNIO, Hummingbird or GRDB (fuzz-config links DoseTapConfig alone).
 DOSETAP_FUZZ_BUILD=debug scripts/fuzz.sh 100000

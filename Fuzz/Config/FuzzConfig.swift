@@ -1,7 +1,7 @@
 // libFuzzer target: config.toml loading (`AgentConfiguration.parse`, TOMLKit underneath). The input is
 // the file's text; seeds in Fuzz/corpus/config. A parse either fails with a one-line reason or gives
 // values inside their documented ranges.
-import DoseTapAgent
+import DoseTapConfig
 import DoseTapFuzzSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

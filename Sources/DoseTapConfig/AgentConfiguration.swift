@@ -463,7 +463,7 @@ func secretFile(_ path: String?, key: String, source: String) throws(Configurati
 }
 
 /// Reads a secret file (its first line, without the newline); nil with the reason when it cannot.
-func readSecret(_ path: String) -> Result<String, ConfigurationError> {
+public func readSecret(_ path: String) -> Result<String, ConfigurationError> {
     guard let data = FileManager.default.contents(atPath: path), data.count <= 4096 else {
         return .failure(ConfigurationError("\(path) cannot be read (or is over 4 KiB)"))
     }
