@@ -88,10 +88,10 @@ install: release man completions
 	@echo "Installed $(DESTDIR)$(BINDIR)/dosetap and $(DESTDIR)$(USERUNITDIR)/dosetap.service. Start the agent with:"
 	@echo "  systemctl --user daemon-reload && systemctl --user enable --now dosetap"
 
-# The rules alone (root): the vibration motor, HID remotes, the RTC wake alarm (udev-rules/README.md).
+# The rules alone (root): the vibration motor, HID remotes, the PC speaker, the RTC wake alarm (udev-rules/README.md).
 install-udev:
 	$(INSTALL) -d "$(DESTDIR)$(UDEVRULESDIR)"
-	$(INSTALL) -m644 udev-rules/70-dosetap-vibra.rules udev-rules/71-dosetap-hid-buttons.rules \
+	$(INSTALL) -m644 udev-rules/70-dosetap-vibra.rules udev-rules/71-dosetap-hid-buttons.rules udev-rules/71-dosetap-beeper.rules \
 	    udev-rules/72-dosetap-rtc-wakealarm.rules "$(DESTDIR)$(UDEVRULESDIR)/"
 	@if [ -z "$(DESTDIR)" ] && command -v udevadm >/dev/null && [ -d /run/udev ]; then \
 	    udevadm control --reload && udevadm trigger -s input -s rtc || true; \

@@ -70,6 +70,7 @@ mkroot "$root"
 dpkg_in "$root" -i "$deb" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "dpkg -i into a throwaway root"; }
 for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
          usr/lib/udev/rules.d/70-dosetap-vibra.rules usr/lib/udev/rules.d/71-dosetap-hid-buttons.rules \
+         usr/lib/udev/rules.d/71-dosetap-beeper.rules \
          usr/lib/udev/rules.d/72-dosetap-rtc-wakealarm.rules \
          usr/share/man/man1/dosetap.1.gz usr/share/man/man1/dosetap.alarm.add.1.gz \
          usr/share/bash-completion/completions/dosetap usr/share/zsh/vendor-completions/_dosetap \

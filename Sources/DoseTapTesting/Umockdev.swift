@@ -44,6 +44,12 @@ public final class UmockdevTestbed {
         umockdev_testbed_remove_device(testbed, devicePath)
     }
 
+    /// The testbed's side of a character device's node (umockdev makes each one a pty): what the code under
+    /// test writes to `devnode` ("/dev/input/event3") is read here, and the other way round. -1 for no such node.
+    public func deviceFD(_ devnode: String) -> Int32 {
+        umockdev_testbed_get_dev_fd(testbed, devnode)
+    }
+
     /// The root directory that stands for "/" inside the testbed.
     public var rootDirectory: String {
         String(cString: umockdev_testbed_get_root_dir(testbed))

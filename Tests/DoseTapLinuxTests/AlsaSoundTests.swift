@@ -1,5 +1,6 @@
 import DoseTapCore
 import DoseTapLinux
+import DoseTapTesting
 import Foundation
 import Glibc
 import PropertyBased
@@ -252,6 +253,18 @@ struct SoundCheckTests {
                 + "Fix: set DOSETAP_AUDIO_DEVICE to a device `aplay -L` lists, or unset it to use the default output")
     }
 
+    @Test("a PC speaker it may write to is a way to be heard; one it may not is named in the fix")
+    func speaker() throws {
+        var machine = Machine(cards: [], soundServer: false, externalPlayers: [], device: nil, alsaProblem: "no sound card found",
+                              speaker: (devnode: "/dev/input/event3", writable: true))
+        #expect(SoundCheck.problem(machine) == nil)
+        machine.speaker = (devnode: "/dev/input/event3", writable: false)
+        let problem = try #require(SoundCheck.problem(machine))
+        #expect(problem.fix.hasSuffix("; or let this user beep the PC speaker (/dev/input/event3): install udev-rules/71-dosetap-beeper.rules"))
+        machine.alsaProblem = nil
+        #expect(SoundCheck.problem(machine) == nil, "a sound file plays: the speaker is not needed")
+    }
+
     @Test("no permission: the audio group is the fix")
     func permission() {
         let machine = Machine(cards: ["card0"], soundServer: false, externalPlayers: [], device: nil,
@@ -281,5 +294,82 @@ struct SoundCheckTests {
         try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } } == 0)
         let served = SoundCheck.observe(environment: ["XDG_RUNTIME_DIR": runtime, "PATH": "/usr/bin:/bin", "DOSETAP_AUDIO_DEVICE": ""])
         #expect(served.soundServer && served.device == nil && served.externalPlayers.contains("play"))
+    }
+}
+
+@Suite("The PC speaker's tone (EV_SND/SND_TONE)")
+struct PCSpeakerTests {
+    @Test("SND_TONE is bit 2 of capabilities/snd, in the last (lowest) word")
+    func capability() {
+        #expect(PCSpeaker.hasTone(sysfs: "6\n"))
+        #expect(PCSpeaker.hasTone(sysfs: "4"))
+        #expect(PCSpeaker.hasTone(sysfs: "0 4"))
+        #expect(!PCSpeaker.hasTone(sysfs: "2"), "a bell alone is not a tone")
+        #expect(!PCSpeaker.hasTone(sysfs: "4 0"))
+        #expect(!PCSpeaker.hasTone(sysfs: ""))
+        #expect(!PCSpeaker.hasTone(sysfs: "zz"))
+    }
+
+    @Test("a node it may not open: a one-line output error naming the udev rule")
+    func notWritable() async throws {
+        let speaker = PCSpeaker(devnode: "/nonexistent/event9", name: "PC Speaker")
+        #expect(!speaker.isWritable)
+        await #expect {
+            try await speaker.beep(milliseconds: 10)
+        } throws: { error in
+            "\(error)" == "pc-speaker: cannot open /nonexistent/event9: No such file or directory"
+        }
+        #expect(speaker.description == "/nonexistent/event9 (\"PC Speaker\")")
+        #expect(speaker.sound.name == "pc-speaker")
+    }
+}
+
+extension UdevFixtures {
+    @Suite("The PC speaker found through libudev under umockdev, and its tone written")
+    struct PCSpeakerFixtureTests {
+        /// The records of a node's file: (type, code, value) of each 24-byte `struct input_event` (x86_64, arm64).
+        static func events(_ data: Data) -> [(UInt16, UInt16, Int32)] {
+            let bytes = [UInt8](data)
+            return stride(from: 0, to: bytes.count - 23, by: 24).map { at in
+                func u16(_ i: Int) -> UInt16 { UInt16(bytes[i]) | UInt16(bytes[i + 1]) << 8 }
+                let value = UInt32(u16(at + 20)) | UInt32(u16(at + 22)) << 16
+                return (u16(at + 16), u16(at + 18), Int32(bitPattern: value))
+            }
+        }
+
+        @Test("the pcspkr device is found beside a keyboard; a beep writes SND_TONE 880, then SND_TONE 0")
+        func finds() async throws {
+            try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (make test)")
+            let testbed = UmockdevTestbed()
+            try testbed.add(try String(contentsOf: Fixtures.root.appendingPathComponent("input/pc-speaker.umockdev"), encoding: .utf8))
+            let udev = try UdevClient()
+            let speaker = try #require(PCSpeaker.find(udev: udev))
+            #expect(speaker == PCSpeaker(devnode: "/dev/input/event3", name: "PC Speaker"))
+            #expect(speaker.isWritable)
+            try await speaker.beep(frequency: 880, milliseconds: 40)
+            // umockdev's node is a pty: the testbed's end reads what was written (without blocking: all is there).
+            let fd = testbed.deviceFD("/dev/input/event3")
+            try #require(fd >= 0)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var written = Data()
+            var buffer = [UInt8](repeating: 0, count: 256)
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                guard n > 0 else { break }
+                written.append(contentsOf: buffer[0..<n])
+            }
+            let events = Self.events(written)
+            #expect(events.count == 2 && events[0] == (0x12, 0x02, 880) && events[1] == (0x12, 0x02, 0), "\(events)")
+            withExtendedLifetime(testbed) {}
+        }
+
+        @Test("no tone device (a keyboard, a battery): none found")
+        func none() throws {
+            try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (make test)")
+            let testbed = UmockdevTestbed()
+            try testbed.add(try String(contentsOf: Fixtures.root.appendingPathComponent("power_supply/ac-online.umockdev"), encoding: .utf8))
+            #expect(PCSpeaker.find(udev: try UdevClient()) == nil)
+            withExtendedLifetime(testbed) {}
+        }
     }
 }

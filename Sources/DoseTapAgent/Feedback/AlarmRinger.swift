@@ -211,18 +211,32 @@ public final class AlarmRinger: Sendable {
 extension FeedbackDevices {
     /// Plays an alarm's sound once, at `volume`. A sound that cannot play here — an Ogg theme sound on a
     /// machine with no player for Ogg (the built-in ALSA path reads WAV), a file gone since — hands over to
-    /// the built-in beep at once: an alarm is heard wherever there is an output. Returns the sound that
-    /// played (the beep from then on). Throws when the beep cannot play either (no output at all).
+    /// the built-in beep at once: an alarm is heard wherever there is an output. Where there is none at all,
+    /// the PC speaker (or a board's beeper) beeps instead. Returns the sound that played (the fallback from
+    /// then on). Throws when nothing could make a sound.
     public func playAlarmSound(_ sound: SoundInfo, volume: Double, logger: Logger) async throws -> SoundInfo {
+        if sound.name == SoundInfo.pcSpeakerName, let speaker {
+            try await speaker.beep()
+            return sound
+        }
         do {
             try await player.play(sound, volume: volume)
             return sound
         } catch {
-            guard sound.name != SoundInfo.builtinBeepName, !Task.isCancelled else { throw error }
-            logger.warning("the alarm's sound cannot play here: ringing with the built-in beep",
-                           metadata: ["sound": "\(DisplayText.escaped(sound.name))", "error": "\(error)"])
-            try await player.play(beep, volume: volume)
-            return beep
+            guard !Task.isCancelled else { throw error }
+            if sound.name != SoundInfo.builtinBeepName {
+                logger.warning("the alarm's sound cannot play here: ringing with the built-in beep",
+                               metadata: ["sound": "\(DisplayText.escaped(sound.name))", "error": "\(error)"])
+                return try await playAlarmSound(beep, volume: volume, logger: logger)
+            }
+            guard let speaker else { throw error }
+            do {
+                try await speaker.beep()
+            } catch let beeper {
+                throw SoundPlayerError("\(error); \(beeper)")
+            }
+            logger.warning("no sound output: the alarm beeps the PC speaker", metadata: ["speaker": "\(speaker)", "error": "\(error)"])
+            return speaker.sound
         }
     }
 }

@@ -23,6 +23,8 @@ public func makeFeedbackDevices(logger: Logger, desktop: Bool, udev: UdevClient?
     } catch {
         throw SoundPlayerError("cannot write the built-in beep: \(error)")
     }
+    // The PC speaker or a board's beeper, for an alarm on a machine that cannot play a sound file.
+    let speaker = (udev ?? (try? UdevClient(logger: logger))).flatMap { PCSpeaker.find(udev: $0) }
     return FeedbackDevices(haptics: haptics, catalog: ThemeSoundCatalog(), player: player, beep: beep,
-                           desktop: desktop ? DesktopNotifications.sessionIfAvailable(logger: logger) : nil)
+                           desktop: desktop ? DesktopNotifications.sessionIfAvailable(logger: logger) : nil, speaker: speaker)
 }

@@ -12,14 +12,17 @@ public struct FeedbackDevices: Sendable {
     public var player: any SoundPlayer
     public var beep: SoundInfo
     public var desktop: DesktopNotifications?
+    /// The kernel's tone generator, if the machine has one: the alarm's last channel (#32).
+    public var speaker: PCSpeaker?
 
     public init(haptics: any Haptics, catalog: any SoundCatalog, player: any SoundPlayer, beep: SoundInfo,
-                desktop: DesktopNotifications?) {
+                desktop: DesktopNotifications?, speaker: PCSpeaker? = nil) {
         self.haptics = haptics
         self.catalog = catalog
         self.player = player
         self.beep = beep
         self.desktop = desktop
+        self.speaker = speaker
     }
 
     /// What the machine can do now (the sounds as the catalog lists them: afresh, a removed theme shows at once;

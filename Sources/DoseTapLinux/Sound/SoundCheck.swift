@@ -38,13 +38,22 @@ public enum SoundCheck {
         public var device: String?
         /// Why ALSA cannot open the output (`device`, else "default"), or nil when it opens.
         public var alsaProblem: String?
+        /// The PC speaker or a board's beeper, and whether this process may write to it.
+        public var speaker: (devnode: String, writable: Bool)?
 
-        public init(cards: [String]?, soundServer: Bool, externalPlayers: [String], device: String?, alsaProblem: String?) {
+        public init(cards: [String]?, soundServer: Bool, externalPlayers: [String], device: String?, alsaProblem: String?,
+                    speaker: (devnode: String, writable: Bool)? = nil) {
             self.cards = cards
             self.soundServer = soundServer
             self.externalPlayers = externalPlayers
             self.device = device
             self.alsaProblem = alsaProblem
+            self.speaker = speaker
+        }
+
+        public static func == (a: Machine, b: Machine) -> Bool {
+            a.cards == b.cards && a.soundServer == b.soundServer && a.externalPlayers == b.externalPlayers && a.device == b.device
+                && a.alsaProblem == b.alsaProblem && a.speaker?.devnode == b.speaker?.devnode && a.speaker?.writable == b.speaker?.writable
         }
     }
 
@@ -53,8 +62,20 @@ public enum SoundCheck {
         + "(Raspberry Pi: dtparam=audio=on in /boot/firmware/config.txt); until then the alarm rings only with what else this "
         + "machine has: its vibration motor, its notification, and the household's devices when they are set up"
 
-    /// nil when the alarm can be heard (as far as can be told without playing), else why not.
+    /// nil when the alarm can be heard (as far as can be told without playing), else why not. A PC speaker
+    /// this process may write to is a way to be heard (the alarm beeps it when nothing else plays); one it
+    /// may not write to is named in the fix.
     public static func problem(_ machine: Machine) -> SoundUnavailable? {
+        guard var problem = fileProblem(machine) else { return nil }
+        if let speaker = machine.speaker {
+            if speaker.writable { return nil }
+            problem.fix += "; or let this user beep the PC speaker (\(speaker.devnode)): install udev-rules/71-dosetap-beeper.rules"
+        }
+        return problem
+    }
+
+    /// Why no sound file can play (the rules without the PC speaker).
+    static func fileProblem(_ machine: Machine) -> SoundUnavailable? {
         guard let alsa = machine.alsaProblem else { return nil }
         if let device = machine.device {
             // Named by the user: ALSA's verdict counts only when no external player could take the name.
@@ -93,7 +114,8 @@ public enum SoundCheck {
         let client = udev ?? (try? UdevClient())
         let cards = client.flatMap { try? $0.sysnames(subsystem: "sound", matching: "card*") }
         let alsa = AlsaPlayback.probe(device: device).map { $0.reason ?? $0.description }
-        return Machine(cards: cards, soundServer: server, externalPlayers: players, device: device, alsaProblem: alsa)
+        let speaker = client.flatMap { PCSpeaker.find(udev: $0) }.map { (devnode: $0.devnode, writable: $0.isWritable) }
+        return Machine(cards: cards, soundServer: server, externalPlayers: players, device: device, alsaProblem: alsa, speaker: speaker)
     }
 
     /// `problem(observe())`.
