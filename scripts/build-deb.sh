@@ -42,8 +42,10 @@ depends=$(cd "$work" && dpkg-shlibdeps -O -e dosetap/usr/bin/dosetap 2>/dev/null
 # ("libasound 2 libasound2 (>= 1.2.8)" for libasound.so.2).
 while read -r soname; do
   [[ -z $soname || $soname == \#* ]] && continue
-  name=${soname%%.so.*} version=${soname##*.so.}
-  entry=$(cat /var/lib/dpkg/info/*.shlibs 2>/dev/null | awk -v n="$name" -v v="$version" '$1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; exit }')
+  name=${soname%%.so.*} soversion=${soname##*.so.}
+  # (awk reads the files itself: `cat | awk … exit` would end cat with SIGPIPE, a failure under pipefail.)
+  entry=$(awk -v n="$name" -v v="$soversion" '!found && $1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; found = 1 }' \
+    /var/lib/dpkg/info/*.shlibs 2>/dev/null || true)
   [[ -n $entry ]] || { echo "build-deb: no installed package's shlibs file names $soname (install its -dev package)" >&2; exit 1; }
   depends+=", $entry"
 done < packaging/debian/dlopen

@@ -42,7 +42,7 @@ done
 for lib in $(grep -v '^#' packaging/debian/dlopen); do
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
   [[ -n $path ]] || fail "$lib (loaded with dlopen) is not installed here"
-  strings "$work/x/usr/bin/dosetap" | grep -qxF "$lib" || fail "the binary does not name $lib: remove it from packaging/debian/dlopen"
+  grep -qaF "$lib" "$work/x/usr/bin/dosetap" || fail "the binary does not name $lib: remove it from packaging/debian/dlopen"
   owners+=("$(dpkg -S "$(readlink -f "$path")" | head -1 | cut -d: -f1)")
 done
 want=$(printf '%s\n' "${owners[@]}" | sort -u)
