@@ -23,7 +23,18 @@ static struct {
     snd_pcm_state_t (*pcm_state)(snd_pcm_t *);
     const char *(*strerror)(int);
     int (*lib_error_set_handler)(snd_lib_error_handler_t);
+    int (*config_update_free_global)(void);
 } alsa;
+
+/* Opening a PCM parses alsa.conf into a global tree (a few hundred kB of heap) that libasound keeps for the
+ * process's life. The agent opens one rarely (a check at start, an alarm), so the tree is freed whenever no
+ * PCM is open; the lock keeps a free from racing an open on another thread. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int open_count;
+
+static void release_config_locked(void) {
+    if (open_count == 0) alsa.config_update_free_global();
+}
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_error[256];
@@ -63,6 +74,7 @@ static void load(void) {
     RESOLVE(pcm_state, "snd_pcm_state");
     RESOLVE(strerror, "snd_strerror");
     RESOLVE(lib_error_set_handler, "snd_lib_error_set_handler");
+    RESOLVE(config_update_free_global, "snd_config_update_free_global");
     alsa.lib_error_set_handler(silent);
     loaded = 1;
 }
@@ -77,15 +89,20 @@ int dosetap_alsa_load(char *error, size_t length) {
 int dosetap_alsa_open(void **pcm, const char *device, unsigned channels, unsigned rate, unsigned latency_us) {
     if (!loaded) return -ENOSYS;
     snd_pcm_t *handle = NULL;
+    pthread_mutex_lock(&lock);
     int rc = alsa.pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK);
-    if (rc < 0) return rc;
-    rc = alsa.pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, channels, rate, 1, latency_us);
-    if (rc < 0) {
-        alsa.pcm_close(handle);
-        return rc;
+    if (rc == 0) {
+        rc = alsa.pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, channels, rate, 1, latency_us);
+        if (rc < 0) alsa.pcm_close(handle);
     }
-    *pcm = handle;
-    return 0;
+    if (rc == 0) {
+        open_count++;
+        *pcm = handle;
+    } else {
+        release_config_locked();
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 long dosetap_alsa_write(void *pcm, const int16_t *samples, unsigned long frames) {
@@ -127,16 +144,22 @@ long dosetap_alsa_delay(void *pcm) {
 void dosetap_alsa_close(void *pcm) {
     if (pcm == NULL) return;
     alsa.pcm_drop((snd_pcm_t *)pcm);
+    pthread_mutex_lock(&lock);
     alsa.pcm_close((snd_pcm_t *)pcm);
+    open_count--;
+    release_config_locked();
+    pthread_mutex_unlock(&lock);
 }
 
 int dosetap_alsa_probe(const char *device) {
     if (!loaded) return -ENOSYS;
     snd_pcm_t *handle = NULL;
+    pthread_mutex_lock(&lock);
     int rc = alsa.pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK);
-    if (rc < 0) return rc;
-    alsa.pcm_close(handle);
-    return 0;
+    if (rc == 0) alsa.pcm_close(handle);
+    release_config_locked();
+    pthread_mutex_unlock(&lock);
+    return rc < 0 ? rc : 0;
 }
 
 const char *dosetap_alsa_strerror(int error) {

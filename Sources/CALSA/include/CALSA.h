@@ -1,7 +1,8 @@
 #ifndef DOSETAP_CALSA_H
 #define DOSETAP_CALSA_H
-/* The alarm's own sound path (#32): ALSA's PCM API from libasound.so.2, loaded with dlopen at the first
- * sound, so a command that plays nothing (and the idle agent) neither maps nor relocates it. libasound2 is a
+/* The alarm's own sound path (#32): ALSA's PCM API from libasound.so.2, loaded with dlopen when first
+ * needed (a sound, the cannot-play check), so a command that needs neither never maps or relocates it.
+ * ALSA's parsed configuration is freed whenever no PCM is open. libasound2 is a
  * Depends of the package; PipeWire and PulseAudio give ALSA its "default" device (pipewire-alsa,
  * libasound2-plugins), a bare machine its first card. Frames are signed 16-bit little-endian, interleaved. */
 #include <stddef.h>
