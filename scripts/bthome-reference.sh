@@ -36,7 +36,8 @@ PY
 
 rm -rf "$venv"
 log "creating $venv with $("$python" --version 2>&1)"
-"$python" -m venv "$venv"
+# Once more if it fails: a fresh-clone run saw ensurepip fail once, and pass at the next try.
+"$python" -m venv "$venv" || { log "creating $venv failed; trying once more"; rm -rf "$venv"; "$python" -m venv "$venv"; }
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --upgrade pip >&2 || true
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements" >&2
 "$venv/bin/python" -c 'import bthome_ble.parser' || { log "bthome_ble does not import after install"; exit 1; }

@@ -32,7 +32,8 @@ command -v "$python" >/dev/null || { log "$python not found; set PYTHON=/path/to
 
 rm -rf "$venv"
 log "creating $venv with $("$python" --version 2>&1)"
-"$python" -m venv "$venv"
+# Once more if it fails: a fresh-clone run saw ensurepip fail once, and pass at the next try.
+"$python" -m venv "$venv" || { log "creating $venv failed; trying once more"; rm -rf "$venv"; "$python" -m venv "$venv"; }
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements" >&2
 "$venv/bin/python" -c 'import icalendar' || { log "icalendar does not import after install"; exit 1; }
 printf '%s\n' "$wanted" > "$stamp"
