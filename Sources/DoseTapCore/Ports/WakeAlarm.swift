@@ -15,23 +15,48 @@ public enum WakeMethod: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Why the machine cannot be woken, and the one-line fix. Its `message` is what every face says:
-/// "This machine may sleep through the alarm: <reason>. Fix: <fix>".
-public struct WakeUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
+/// Something that stands between an enabled alarm and its being noticed, said the same way on every face
+/// (the CLI after `alarm add/on/edit/list`, the dashboard, the agent's log): "<prefix><reason>. Fix: <fix>".
+public protocol AlarmProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// "This machine may sleep through the alarm: ", "This machine cannot play the alarm: ".
+    static var prefix: String { get }
+    /// What was found, in a few words.
+    var reason: String { get }
+    /// One line a person can act on.
+    var fix: String { get }
+}
+
+extension AlarmProblem {
+    public var message: String { Self.prefix + reason + ". Fix: " + fix }
+    public var description: String { message }
+}
+
+/// Why the machine cannot be woken, and the one-line fix.
+public struct WakeUnavailable: AlarmProblem {
     public static let prefix = "This machine may sleep through the alarm: "
 
     /// What was tried and why each failed, e.g. "this process lacks CAP_WAKE_ALARM (…), and … is not writable (…)".
     public var reason: String
-    /// One line a person can act on.
     public var fix: String
 
     public init(reason: String, fix: String) {
         self.reason = reason
         self.fix = fix
     }
+}
 
-    public var message: String { Self.prefix + reason + ". Fix: " + fix }
-    public var description: String { message }
+/// Why this machine cannot play the alarm's sound (no card, no server, no output that opens: `SoundCheck` in
+/// DoseTapLinux), and the one-line fix (#32).
+public struct SoundUnavailable: AlarmProblem {
+    public static let prefix = "This machine cannot play the alarm: "
+
+    public var reason: String
+    public var fix: String
+
+    public init(reason: String, fix: String) {
+        self.reason = reason
+        self.fix = fix
+    }
 }
 
 /// The wake-from-suspend variant of the scheduling port: one wake-up at a wall-clock instant that brings

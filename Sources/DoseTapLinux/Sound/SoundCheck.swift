@@ -1,23 +1,6 @@
 import DoseTapCore
 import Foundation
 
-/// Why this machine cannot play the alarm, and the one-line fix. Its `message` is what every face says,
-/// as loudly as the wake warning: "This machine cannot play the alarm: <reason>. Fix: <fix>".
-public struct SoundUnavailable: Error, Sendable, Equatable, CustomStringConvertible {
-    public static let prefix = "This machine cannot play the alarm: "
-
-    public var reason: String
-    public var fix: String
-
-    public init(reason: String, fix: String) {
-        self.reason = reason
-        self.fix = fix
-    }
-
-    public var message: String { Self.prefix + reason + ". Fix: " + fix }
-    public var description: String { message }
-}
-
 /// Whether this machine has a way to make the alarm's sound, checked without playing anything: the
 /// sound cards udev lists, whether a sound server (PipeWire, PulseAudio) is running for this user, which
 /// players are installed, and whether ALSA opens the output (`AlsaPlayback.probe`, without blocking).
