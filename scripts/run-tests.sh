@@ -106,6 +106,10 @@ swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter StrangerFloodT
 # The web dashboard in headless Chromium (Selenium, axe-core): pairing, Tonight, live updates, keyboard.
 scripts/web-browser-tests.sh
 
+# The real programs that read DoseTap (#27): Home Assistant Core from PyPI over a real mosquitto; waybar on a
+# headless sway and i3blocks under Xvfb (scripts/real-clients-tests.sh).
+scripts/real-clients-tests.sh
+
 # The Debian package (make deb: the release build, static Swift runtime) in throwaway roots, and lintian.
 make --no-print-directory deb
 scripts/test-deb.sh "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"

@@ -3,6 +3,7 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef CLOCK_REALTIME_ALARM
@@ -161,4 +162,12 @@ int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval) {
     spec.it_interval.tv_nsec = (long)(interval % 1000000000ULL);
     if (timerfd_settime(fd, 0, &spec, NULL) != 0) { int e = errno; close(fd); errno = e; return -1; }
     return fd;
+}
+
+int dosetap_pidfd_open(int pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    return (int)syscall(434, pid, 0); /* the same number on every architecture (the shared table, Linux 5.1+) */
+#endif
 }

@@ -18,7 +18,8 @@ struct StatusCommand: AsyncParsableCommand {
             module with "return-type": "json" (text, alt, tooltip, class). i3blocks: one JSON line for a block \
             with format=json (full_text, short_text, color, urgent). With --follow a new line is printed on \
             every change: at each event of the running agent (its event stream on its socket, nothing is \
-            polled) and when a minute of the countdown passes.
+            polled) and when a minute of the countdown passes. It ends when the program that started it exits \
+            (a status bar: run it with exec, as in docs/status-bar.md) or at the first line it cannot write.
             """)
 
     enum Format: String, CaseIterable, ExpressibleByArgument {
@@ -69,7 +70,15 @@ struct StatusCommand: AsyncParsableCommand {
             }
             pokes.continuation.finish()
         }
-        defer { follower.cancel() }
+        // The reader is gone when the program that started us is (a status bar exits, and nothing is written
+        // until the line next changes): end with it, as at the first write that fails.
+        let orphaned = Task {
+            if await ParentProcess.exited() { pokes.continuation.finish() }
+        }
+        defer {
+            follower.cancel()
+            orphaned.cancel()
+        }
         var last: String?
         var timer: Task<Void, Never>?
         for await _ in pokes.stream {

@@ -140,13 +140,13 @@ struct HomeAssistantTests {
 
     // MARK: Discovery
 
-    /// The keys HA's MQTT discovery documents for each component (of those this agent may send).
+    /// The keys HA's MQTT discovery documents for each component (of those this agent may send). The real
+    /// Home Assistant checks the same with its own schemas (Tests/RealClients/test_home_assistant.py).
+    static let common: Set<String> = ["name", "unique_id", "object_id", "default_entity_id", "availability", "device"]
     static let allowed: [String: Set<String>] = [
-        "sensor": ["name", "unique_id", "state_topic", "device_class", "unit_of_measurement", "state_class", "value_template",
-                   "availability", "device"],
-        "binary_sensor": ["name", "unique_id", "state_topic", "device_class", "payload_on", "payload_off", "value_template",
-                          "availability", "device"],
-        "button": ["name", "unique_id", "command_topic", "payload_press", "availability", "device"],
+        "sensor": common.union(["state_topic", "device_class", "unit_of_measurement", "state_class", "value_template"]),
+        "binary_sensor": common.union(["state_topic", "device_class", "payload_on", "payload_off", "value_template"]),
+        "button": common.union(["command_topic", "payload_press"]),
     ]
 
     /// The common part: name, unique_id, availability on the peer topic (the last will), the device block.
@@ -155,6 +155,10 @@ struct HomeAssistantTests {
         #expect(keys.isSubset(of: Self.allowed[component]!), "\(object): keys HA does not know for a \(component): \(keys.subtracting(Self.allowed[component]!))")
         #expect((config["name"] as? String)?.isEmpty == false, "\(object): a name")
         #expect(config["unique_id"] as? String == "\(Self.node)_\(object)", "\(object): unique_id")
+        // The entity id, suggested for HA before and after 2025.10: the same lower-case slug under both keys.
+        let entity = "\(Self.node)_\(object)".lowercased().replacingOccurrences(of: "-", with: "_")
+        #expect(config["object_id"] as? String == entity, "\(object): object_id")
+        #expect(config["default_entity_id"] as? String == "\(component).\(entity)", "\(object): default_entity_id")
         let availability = config["availability"] as? [[String: Any]]
         #expect(availability?.count == 1, "\(object): one availability entry")
         if let entry = availability?.first {

@@ -75,4 +75,57 @@ struct StatusCLITests {
             _ = try? await reader.value
         }
     }
+
+    @Test("--follow ends with its reader: when the program that started it exits with nothing new to write, and at the first line it cannot write")
+    func followEndsWithItsReader() async throws {
+        let cli = try CLI()
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try cli.writeConfig("[web]\nlisten = []\n")
+        let env = ["XDG_RUNTIME_DIR": runtime.path, "DOSETAP_AUDIO_DEVICE": "null"]
+        let agentLog = LineBuffer()
+        let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+        _ = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(extra: env),
+                                     input: .none, output: .discarded, error: .sequence) { agent in
+            let reader = Task { for try await line in agent.standardError.strings() { agentLog.append(line) } }
+            #expect(await agentLog.wait(for: "web dashboard listening", timeout: 15) != nil, "\(agentLog.all.joined(separator: "\n"))")
+            // A bar's shell starts the follower and exits (the bar was closed); nothing changes, so nothing is written.
+            let started = try await cli.shell("""
+                "$DOSETAP" status --format waybar --follow > "$HOME/bar1" 2>/dev/null &
+                echo $!
+                for i in $(seq 200); do [ -s "$HOME/bar1" ] && exit 0; sleep 0.1; done
+                exit 1
+                """, env: env)
+            #expect(started.exitCode == 0, "the follower printed nothing: \(started.err)")
+            let pid = try #require(Int32(started.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(await Self.ends(pid, within: 10), "the follower outlived the shell that started it")
+
+            // The reader of its lines goes while its parent stays: it ends at the next line it has to write.
+            let piped = try await cli.shell("""
+                ( sh -c 'echo $$ > "$HOME/pid2"; exec "$DOSETAP" status --format waybar --follow 2>/dev/null' | head -n 1 > "$HOME/bar2" ) &
+                for i in $(seq 200); do [ -s "$HOME/bar2" ] && break; sleep 0.1; done
+                [ -s "$HOME/bar2" ] || { echo "no first line"; exit 1; }
+                "$DOSETAP" dose take > /dev/null || exit 1
+                for i in $(seq 200); do kill -0 "$(cat "$HOME/pid2")" 2>/dev/null || { echo ended; exit 0; }; sleep 0.1; done
+                echo "still running"
+                kill "$(cat "$HOME/pid2")"
+                exit 1
+                """, env: env)
+            #expect(piped.exitCode == 0 && piped.out == "ended\n", "\(piped.out) \(piped.err)")
+            try agent.send(signal: .terminate)
+            _ = try? await reader.value
+        }
+    }
+
+    /// True once `pid` has exited (gone, or a zombie its new parent has not reaped yet) within `seconds`.
+    static func ends(_ pid: Int32, within seconds: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+            if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        kill(pid, SIGKILL)
+        return false
+    }
 }

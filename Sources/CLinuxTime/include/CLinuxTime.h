@@ -50,4 +50,8 @@ void dosetap_run_global_job(void *job);
 /* An armed, relative, non-blocking timerfd on CLOCK_MONOTONIC firing after `nanoseconds`, then every
  * `interval` (0: once); -1 and errno. */
 int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval);
+
+/* A close-on-exec pidfd of process `pid` (pidfd_open, Linux 5.3): readable once the process has exited.
+ * -1 and errno (ENOSYS on an older kernel, ESRCH when it is gone). */
+int dosetap_pidfd_open(int pid);
 #endif

@@ -103,8 +103,20 @@ public enum HomeAssistantDiscovery {
         ])])
     }
 
-    private static func common(_ topics: HomeAssistantTopics, object: String, name: String) -> [(String, JSON)] {
-        [("name", .string(name)), ("unique_id", .string("\(topics.node)_\(object)"))]
+    /// The entity id's object part: the unique id as Home Assistant slugifies it (lower case, `-` → `_`), so
+    /// `sensor.dosetap_jen_laptop_phase` rather than one made from the names (which a rename would change).
+    public static func entityObject(_ topics: HomeAssistantTopics, object: String) -> String {
+        "\(topics.node)_\(object)".lowercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// The keys every entity shares. The entity id is suggested twice, for the Home Assistant versions on either
+    /// side of a rename: `object_id` (until 2026.3; deprecated from 2025.10, removed in 2026.4, and ignored from
+    /// then on) and `default_entity_id` (from 2025.10, which prefers it; earlier versions drop the unknown key).
+    /// Both say the same, so an entity gets the same id whichever version first sees it (docs/home-assistant.md).
+    private static func common(_ topics: HomeAssistantTopics, component: HomeAssistantEntity.Component, object: String, name: String) -> [(String, JSON)] {
+        let entity = entityObject(topics, object: object)
+        return [("name", .string(name)), ("unique_id", .string("\(topics.node)_\(object)")),
+                ("object_id", .string(entity)), ("default_entity_id", .string("\(component.rawValue).\(entity)"))]
     }
 
     private static func tail(_ topics: HomeAssistantTopics) -> [(String, JSON)] {
@@ -113,7 +125,7 @@ public enum HomeAssistantDiscovery {
 
     static func sensor(_ topics: HomeAssistantTopics, object: String, name: String, state: String,
                        deviceClass: String? = nil, unit: String? = nil, stateClass: String? = nil) -> HomeAssistantEntity {
-        var fields = common(topics, object: object, name: name)
+        var fields = common(topics, component: .sensor, object: object, name: name)
         fields.append(("state_topic", .string(topics.state(state))))
         if let deviceClass { fields.append(("device_class", .string(deviceClass))) }
         if let unit { fields.append(("unit_of_measurement", .string(unit))) }
@@ -136,14 +148,14 @@ public enum HomeAssistantDiscovery {
             out.append(sensor(topics, object: buttonObject(button) + "_battery", name: "\(name) battery", state: State.buttonBattery(button),
                               deviceClass: "battery", unit: "%", stateClass: "measurement"))
         }
-        var ringing = common(topics, object: "alarm_ringing", name: "Alarm ringing")
+        var ringing = common(topics, component: .binarySensor, object: "alarm_ringing", name: "Alarm ringing")
         ringing += [("state_topic", .string(topics.state(State.alarmRinging))), ("payload_on", .string(on)), ("payload_off", .string(off))]
         out.append(HomeAssistantEntity(component: .binarySensor, object: "alarm_ringing", config: .object(ringing + tail(topics))))
         if !buttons.isEmpty {
             out.append(sensor(topics, object: "last_command", name: "Last command from Home Assistant", state: State.lastCommand))
         }
         for button in buttons.sorted() {
-            var fields = common(topics, object: button.rawValue, name: buttonName(button))
+            var fields = common(topics, component: .button, object: button.rawValue, name: buttonName(button))
             fields += [("command_topic", .string(topics.command(button))), ("payload_press", .string(press))]
             out.append(HomeAssistantEntity(component: .button, object: button.rawValue, config: .object(fields + tail(topics))))
         }

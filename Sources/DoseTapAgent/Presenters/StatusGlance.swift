@@ -115,8 +115,11 @@ public struct StatusGlance: Sendable, Equatable {
                  ("class", .array(classes.map(JSON.string)))])
     }
 
-    /// i3blocks with `format=json` (and `interval=persist` for --follow): one object per line. The colour
-    /// only adds to the words, which already say the state (never colour alone).
+    /// i3blocks with `format=json` (and `interval=persist` for --follow): one object per line, i3bar's keys
+    /// only (a waybar-style line shows nothing there). The colour only adds to the words, which already say the
+    /// state (never colour alone). `urgent` is the string "true": i3blocks 1.4's JSON reader keeps strings and
+    /// numbers and silently drops the literals `true`/`false`, and exit code 33 (its other way to say urgent)
+    /// cannot come from a block that never exits; each line replaces every key, so a calm line clears it.
     public var i3blocks: JSON {
         let color: String? =
             classes.contains("alarm-critical") || classes.contains("near-close") ? "#FF6B6B"
@@ -124,7 +127,7 @@ public struct StatusGlance: Sendable, Equatable {
             : nil
         var fields: [(String, JSON)] = [("full_text", .string(text)), ("short_text", .string(shortText))]
         if let color { fields.append(("color", .string(color))) }
-        if urgent { fields.append(("urgent", .bool(true))) }
+        if urgent { fields.append(("urgent", .string("true"))) }
         return .object(fields)
     }
 }

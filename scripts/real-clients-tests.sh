@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# DoseTap with the real programs that read it (#27), each a test file in Tests/RealClients/:
+#   home-assistant   Home Assistant Core from PyPI (scripts/home-assistant-venv.sh) over a real mosquitto
+#   status-bars      Debian's waybar on a headless sway, and i3blocks with i3 under Xvfb
+# Usage: scripts/real-clients-tests.sh [home-assistant|status-bars ...] [-- pytest arguments]
+# (none: all). Needs DOSETAP_BIN (the binary under test); run-tests.sh sets it. Nothing is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${DOSETAP_BIN:?set DOSETAP_BIN to the dosetap binary under test}"
+export DOSETAP_BIN
+
+tiers=()
+while [[ $# -gt 0 && $1 != -- ]]; do tiers+=("$1"); shift; done
+[[ ${1:-} == -- ]] && shift
+[[ ${#tiers[@]} -gt 0 ]] || tiers=(home-assistant)   # status-bars: next commit
+
+for tier in "${tiers[@]}"; do
+  start=$SECONDS
+  case $tier in
+    home-assistant)
+      venv=$(scripts/home-assistant-venv.sh)
+      echo "real-clients: Home Assistant venv ready ($((SECONDS - start)) s): $venv"
+      "$venv/bin/python" -m pytest -p no:cacheprovider -W ignore::DeprecationWarning -q Tests/RealClients/test_home_assistant.py "$@"
+      ;;
+    status-bars)
+      scripts/status-bar-tests.sh "$@"
+      ;;
+    *) echo "real-clients-tests: no tier $tier (home-assistant, status-bars)" >&2; exit 2 ;;
+  esac
+  echo "real-clients: $tier took $((SECONDS - start)) s"
+done
