@@ -12,18 +12,23 @@ export DOSETAP_BIN
 tiers=()
 while [[ $# -gt 0 && $1 != -- ]]; do tiers+=("$1"); shift; done
 [[ ${1:-} == -- ]] && shift
-[[ ${#tiers[@]} -gt 0 ]] || tiers=(home-assistant)   # status-bars: next commit
+[[ ${#tiers[@]} -gt 0 ]] || tiers=(home-assistant status-bars)
 
 for tier in "${tiers[@]}"; do
   start=$SECONDS
+  # One venv for every tier: Home Assistant's, which also has pytest and Pillow (the bars' screenshots).
+  venv=$(scripts/home-assistant-venv.sh)
+  echo "real-clients: venv ready ($((SECONDS - start)) s): $venv"
   case $tier in
     home-assistant)
-      venv=$(scripts/home-assistant-venv.sh)
-      echo "real-clients: Home Assistant venv ready ($((SECONDS - start)) s): $venv"
       "$venv/bin/python" -m pytest -p no:cacheprovider -W ignore::DeprecationWarning -q Tests/RealClients/test_home_assistant.py "$@"
       ;;
     status-bars)
-      scripts/status-bar-tests.sh "$@"
+      for tool in sway waybar grim i3 i3blocks Xvfb scrot tesseract faketime setpriv; do
+        command -v "$tool" >/dev/null || { echo "real-clients: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
+      done
+      "$venv/bin/python" -m pytest -p no:cacheprovider -W ignore::DeprecationWarning -q \
+        Tests/RealClients/test_waybar.py "$@"
       ;;
     *) echo "real-clients-tests: no tier $tier (home-assistant, status-bars)" >&2; exit 2 ;;
   esac

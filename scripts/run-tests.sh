@@ -38,6 +38,12 @@ cleanup() {
   for pid in $(pgrep -f 'hw-fixtures/http/scripted-server.py' || true); do
     if orphan "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
   done
+  # The real clients' (#27): Home Assistant in a dosetap-ha-* folder; the bars' sessions (sway, waybar, the
+  # agent) under the dosetap-bar user; Xvfb, i3 and i3blocks in a dosetap-i3blocks-* folder.
+  for pid in $(pgrep -f 'homeassistant -c .*/dosetap-ha-' || true) $(pgrep -u dosetap-bar 2>/dev/null || true) \
+             $(pgrep -f 'dosetap-i3blocks-' || true); do
+    if orphan "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  done
   for f in /dev/shm/faketime_shm_* /dev/shm/sem.faketime_sem_*; do
     [[ -e $f ]] || continue
     pid=${f##*_}

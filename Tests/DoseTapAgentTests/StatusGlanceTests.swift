@@ -122,7 +122,7 @@ struct StatusGlanceTests {
         let waybar = try #require(try JSONSerialization.jsonObject(with: Data(g.waybar.text.utf8)) as? [String: Any])
         #expect(Set(waybar.keys) == ["text", "alt", "tooltip", "class"])
         #expect(waybar["text"] as? String == "💊 open 10 min" && waybar["alt"] as? String == "near-close")
-        #expect(waybar["class"] as? [String] == ["near-close"])
+        #expect(waybar["class"] as? [String] == ["near-close", "urgent"])
         #expect(!g.waybar.text.contains("\n"))
         let i3 = try #require(try JSONSerialization.jsonObject(with: Data(g.i3blocks.text.utf8)) as? [String: Any])
         #expect(i3["full_text"] as? String == "💊 open 10 min" && i3["short_text"] as? String == "💊 10m")

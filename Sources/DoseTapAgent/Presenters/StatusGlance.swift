@@ -109,10 +109,11 @@ public struct StatusGlance: Sendable, Equatable {
         alarms.filter { $0.alarm.enabled && $0.nextAt != nil }.min { $0.nextAt! < $1.nextAt! }
     }
 
-    /// waybar's custom module with `"return-type": "json"`: one object per line.
+    /// waybar's custom module with `"return-type": "json"`: one object per line. Its classes are the glance's,
+    /// and `urgent` when something needs the person now, so one CSS rule can catch every urgent state.
     public var waybar: JSON {
         .object([("text", .string(text)), ("alt", .string(classes.first ?? "idle")), ("tooltip", .string(tooltip)),
-                 ("class", .array(classes.map(JSON.string)))])
+                 ("class", .array((classes + (urgent ? ["urgent"] : [])).map(JSON.string)))])
     }
 
     /// i3blocks with `format=json` (and `interval=persist` for --follow): one object per line, i3bar's keys
