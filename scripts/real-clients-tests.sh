@@ -28,7 +28,7 @@ for tier in "${tiers[@]}"; do
         command -v "$tool" >/dev/null || { echo "real-clients: $tool is missing (scripts/install-deps.sh test installs it)" >&2; exit 1; }
       done
       "$venv/bin/python" -m pytest -p no:cacheprovider -W ignore::DeprecationWarning -q \
-        Tests/RealClients/test_waybar.py "$@"
+        Tests/RealClients/test_waybar.py Tests/RealClients/test_i3blocks.py "$@"
       ;;
     *) echo "real-clients-tests: no tier $tier (home-assistant, status-bars)" >&2; exit 2 ;;
   esac
