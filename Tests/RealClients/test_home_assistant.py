@@ -11,7 +11,6 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,27 +23,12 @@ import paho.mqtt.client as mqtt
 import pytest
 import voluptuous as vol
 
+from realclients import free_port, wait_for
+
 BIN = os.environ["DOSETAP_BIN"]
 DEVICE = "Test-Laptop"          # upper case on purpose: entity ids are lower case
 NODE = "dosetap_Test-Laptop"    # HomeAssistantTopics.node: the discovery topic's node level
 BUTTON = "A4:C1:38:0B:1D:2E"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, check, timeout=30.0, every=0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})")
 
 
 class HomeAssistant:
@@ -354,6 +338,8 @@ def test_an_alarm_ringing_flips_the_binary_sensor_and_stop_in_home_assistant_end
     ha.press(eid("button", "stop"))
     wait_for("the ring ended in HA", lambda: ha.state(ringing) == "off", timeout=15)
     assert re.search(r"Stop alarm: .*", ha.state(eid("sensor", "last_command")) or ""), ha.state(eid("sensor", "last_command"))
+    # Ended by Home Assistant's press, not by the ring's own timeout.
+    assert re.search(r"by=mqtt .*\] alarm stopped", agent.log()), agent.log()[-2000:]
 
 
 def test_nothing_about_dosetap_in_home_assistants_log(world):

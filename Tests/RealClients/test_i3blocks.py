@@ -20,6 +20,8 @@ import time
 import pytest
 from PIL import Image, ImageGrab, ImageOps
 
+from realclients import alive, children, cmdline, count, pids, wait_for
+
 BIN = os.environ["DOSETAP_BIN"]
 ARTIFACTS = pathlib.Path(os.environ.get("DOSETAP_REAL_CLIENT_ARTIFACTS",
                                         pathlib.Path(__file__).resolve().parents[2] / ".build" / "real-clients"))
@@ -29,49 +31,7 @@ URGENT = (0xD0, 0x00, 0x00)      # the bar's urgent_workspace background (and bo
 TOOLS = ("Xvfb", "i3", "i3bar", "i3blocks", "scrot", "tesseract", "faketime")
 
 
-def wait_for(what, check, timeout=30.0, every=0.1):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})")
-
-
 # --- processes, through /proc ----------------------------------------------------------------------------------
-
-def stat_fields(pid):
-    """(state, ppid), or None when the process is gone."""
-    try:
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    rest = stat[stat.rindex(")") + 2:].split()
-    return rest[0], int(rest[1])
-
-
-def alive(pid):
-    """Running, and not a zombie (this sandbox's PID 1 does not always reap orphans)."""
-    fields = stat_fields(pid)
-    return fields is not None and fields[0] != "Z"
-
-
-def cmdline(pid):
-    try:
-        return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def pids():
-    return [int(entry.name) for entry in pathlib.Path("/proc").iterdir() if entry.name.isdigit()]
-
-
-def children(pid):
-    return [p for p in pids() if (f := stat_fields(p)) and f[1] == pid and f[0] != "Z"]
-
 
 def marked(mark):
     """Our processes, wherever they were reparented to: every one of them carries DOSETAP_TEST_MARK=<work folder>
@@ -168,10 +128,6 @@ class Night:
 
 def close_to(pixel, colour, tolerance=12):
     return all(abs(a - b) <= tolerance for a, b in zip(pixel, colour))
-
-
-def count(image, colour, tolerance=12):
-    return sum(1 for p in image.getdata() if close_to(p, colour, tolerance))
 
 
 def hue(pixel):

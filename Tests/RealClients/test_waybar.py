@@ -18,6 +18,8 @@ import time
 import pytest
 from PIL import Image
 
+from realclients import alive, children, cmdline, count, wait_for
+
 BIN = os.environ["DOSETAP_BIN"]
 USER = "dosetap-bar"
 ARTIFACTS = pathlib.Path(os.environ.get("DOSETAP_REAL_CLIENT_ARTIFACTS", ".build/real-clients"))
@@ -25,47 +27,6 @@ WIDTH, BAR = 640, 40
 URGENT = (0xD0, 0x00, 0x00)      # the CSS background of .urgent below
 NEAR_CLOSE = (0xFF, 0xE0, 0x00)  # the CSS text colour of .near-close below
 BACKGROUND = (0x20, 0x20, 0x20)
-
-
-def wait_for(what, check, timeout=30.0, every=0.1):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})")
-
-
-def alive(pid):
-    """Running, and not a zombie (this sandbox's PID 1 does not always reap orphans)."""
-    try:
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
-def children(pid):
-    out = []
-    for entry in pathlib.Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid and alive(int(entry.name)):
-                out.append(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            pass
-    return out
-
-
-def cmdline(pid):
-    try:
-        return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def bar_user():
@@ -193,10 +154,6 @@ def emoji_box(idle):
                 xs.append(x)
                 ys.append(y)
     return (min(xs), min(ys), max(xs) + 1, max(ys) + 1)
-
-
-def count(image, colour, tolerance=12):
-    return sum(1 for p in image.getdata() if all(abs(a - b) <= tolerance for a, b in zip(p, colour)))
 
 
 @pytest.fixture(scope="module")
