@@ -38,17 +38,7 @@ struct StatusCLITests {
 
     @Test("--follow: the current line at once, a new one within a second of a dose taken elsewhere, none when nothing changed")
     func follow() async throws {
-        let cli = try CLI()
-        let runtime = cli.home.appendingPathComponent("run")
-        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try cli.writeConfig("[web]\nlisten = []\n")  // the socket only
-        let env = ["XDG_RUNTIME_DIR": runtime.path, "DOSETAP_AUDIO_DEVICE": "null"]
-        let agentLog = LineBuffer()
-        let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
-        _ = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(extra: env),
-                                     input: .none, output: .discarded, error: .sequence) { agent in
-            let reader = Task { for try await line in agent.standardError.strings() { agentLog.append(line) } }
-            #expect(await agentLog.wait(for: "web dashboard listening", timeout: 15) != nil, "\(agentLog.all.joined(separator: "\n"))")
+        try await Self.withAgent { cli, env in
             let bar = LineBuffer()
             let (fexe, fargv) = cli.command(["status", "--format", "waybar", "--follow"], scenario: nil, fakeTime: nil)
             let follower = try await Subprocess.run(fexe, arguments: Arguments(fargv), environment: cli.environment(extra: env),
@@ -71,24 +61,12 @@ struct StatusCLITests {
             }
             #expect(follower.terminationStatus == .signaled(SIGTERM) || follower.terminationStatus == .exited(0),
                     "\(follower.terminationStatus)")
-            try agent.send(signal: .terminate)
-            _ = try? await reader.value
         }
     }
 
     @Test("--follow ends with its reader: when the program that started it exits with nothing new to write, and at the first line it cannot write")
     func followEndsWithItsReader() async throws {
-        let cli = try CLI()
-        let runtime = cli.home.appendingPathComponent("run")
-        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try cli.writeConfig("[web]\nlisten = []\n")
-        let env = ["XDG_RUNTIME_DIR": runtime.path, "DOSETAP_AUDIO_DEVICE": "null"]
-        let agentLog = LineBuffer()
-        let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
-        _ = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(extra: env),
-                                     input: .none, output: .discarded, error: .sequence) { agent in
-            let reader = Task { for try await line in agent.standardError.strings() { agentLog.append(line) } }
-            #expect(await agentLog.wait(for: "web dashboard listening", timeout: 15) != nil, "\(agentLog.all.joined(separator: "\n"))")
+        try await Self.withAgent { cli, env in
             // A bar's shell starts the follower and exits (the bar was closed); nothing changes, so nothing is written.
             let started = try await cli.shell("""
                 "$DOSETAP" status --format waybar --follow > "$HOME/bar1" 2>/dev/null &
@@ -112,6 +90,23 @@ struct StatusCLITests {
                 exit 1
                 """, env: env)
             #expect(piped.exitCode == 0 && piped.out == "ended\n", "\(piped.out) \(piped.err)")
+        }
+    }
+
+    /// A running agent (the web socket only) in a private home, for `body`; stopped afterwards.
+    static func withAgent(_ body: (CLI, [String: String]) async throws -> Void) async throws {
+        let cli = try CLI()
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try cli.writeConfig("[web]\nlisten = []\n")  // the socket only
+        let env = ["XDG_RUNTIME_DIR": runtime.path, "DOSETAP_AUDIO_DEVICE": "null"]
+        let agentLog = LineBuffer()
+        let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+        _ = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(extra: env),
+                                     input: .none, output: .discarded, error: .sequence) { agent in
+            let reader = Task { for try await line in agent.standardError.strings() { agentLog.append(line) } }
+            #expect(await agentLog.wait(for: "web dashboard listening", timeout: 15) != nil, "\(agentLog.all.joined(separator: "\n"))")
+            try await body(cli, env)
             try agent.send(signal: .terminate)
             _ = try? await reader.value
         }
