@@ -102,6 +102,8 @@ struct HouseholdServiceTests {
         let owner: Member
         let bedroom: Member
         let kitchen: Member
+        /// Claims the clock already waited for (claimsDelivered).
+        let awaited = Locked<Set<SlotKey>>([])
         var all: [Member] { [owner, bedroom, kitchen] }
     }
 
@@ -118,14 +120,43 @@ struct HouseholdServiceTests {
         }
     }
 
-    /// Moves the clock to `end` a second at a time, letting the broker deliver between steps.
+    /// Moves the clock to `end` a second at a time, letting the broker deliver between steps. A fake second
+    /// is a few real milliseconds, far less than a loaded machine may take to deliver a message, so the clock
+    /// does not move on while a claim published by one live member has not reached every other live member:
+    /// the cascade's claim timing (seconds) is always longer than a real broker's delivery, and without this
+    /// barrier a claim outrun by the fake clock made two survivors send one call (seen in a loaded CI run).
     func run(_ h: Household, to end: Date) async throws {
         while h.clock.now() < end {
             h.clock.advance(by: min(1, end.timeIntervalSince(h.clock.now())))
             for member in h.all { member.service.poke() }
             try await Task.sleep(for: .milliseconds(8))
+            try await claimsDelivered(h)
         }
         try await Task.sleep(for: .milliseconds(50))
+    }
+
+    /// Waits (real time, up to 10 s, once per claim) until every claim a live member made has been heard by every
+    /// other live member.
+    func claimsDelivered(_ h: Household) async throws {
+        let live = h.all.filter { $0.client.isConnected }
+        func pending() -> Set<SlotKey> {
+            var out = Set<SlotKey>()
+            for member in live {
+                for (slot, outcome) in member.slots where outcome == .claimed
+                    && live.contains(where: { $0 !== member && $0.service.claims[slot] == nil }) {
+                    out.insert(slot)
+                }
+            }
+            return out.subtracting(h.awaited.value)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        var waiting = pending()
+        while !waiting.isEmpty && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+            waiting = pending()
+        }
+        let seen = waiting
+        h.awaited.withLock { $0.formUnion(seen) }  // never waited for twice, heard or not
     }
 
     /// A household on `broker` whose owner has alarm 1 at 05:00 daily with `targets`, every agent started and

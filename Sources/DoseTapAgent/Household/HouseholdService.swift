@@ -165,6 +165,8 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
 
     /// The peers heard on the broker: online or not.
     public var peers: [String: Bool] { state.withLock { $0.peers.mapValues(\.online) } }
+    /// The latest claim heard on each push or call slot of a dead owner.
+    public var claims: [SlotKey: SlotClaim] { state.withLock { $0.claims } }
 
     // MARK: RingingAlarmControl (a backup alarm ringing here)
 
