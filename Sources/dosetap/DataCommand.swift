@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapStore
 import Foundation
 
 struct DataCommand: ParsableCommand {
@@ -11,7 +12,7 @@ struct DataCommand: ParsableCommand {
 
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Delete the dose history, the settings and the battery history (asks you to type DELETE).")
+            abstract: "Delete the dose history, settings, battery history, buttons with their keys, usage alerts and household records; alarms stay (asks you to type DELETE).")
 
         @Option(help: "Confirm without a prompt, for scripts: --confirm DELETE.")
         var confirm: String?
@@ -25,9 +26,10 @@ struct DataCommand: ParsableCommand {
                 return
             }
             printLine("This deletes, from \(counts.path):")
-            printLine("  - dose history: \(counts.doseEvents) event\(counts.doseEvents == 1 ? "" : "s")")
-            printLine("  - settings: \(counts.settings == 0 ? "none saved" : "your setup answers")")
-            printLine("  - battery sample history: \(counts.samples) sample\(counts.samples == 1 ? "" : "s")")
+            for part in counts.parts {
+                printLine("  - \(part.table.what): \(part.table.count(part.rows))")
+            }
+            printLine(StoredTables.keptSentence)
             let answer: String
             if let confirm {
                 answer = confirm

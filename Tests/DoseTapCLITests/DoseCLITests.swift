@@ -207,6 +207,16 @@ struct DoseCLITests {
         let no = try await cli.dose(["data", "clear"], at: "2026-01-15 22:31:00", input: "delete\n")
         #expect(no.exitCode == 1)
         #expect(no.out.contains("dose history: 1 event") && no.out.contains("settings") && no.out.contains("battery sample history"))
+        // #26: it names everything it deletes — one line per table of the list the deletion runs over — and what it keeps.
+        let lines = no.out.split(separator: "\n").filter { $0.hasPrefix("  - ") }
+        #expect(lines.count == StoredTables.cleared.count, "\(no.out)")
+        for part in StoredTables.cleared {
+            #expect(lines.contains { $0.hasPrefix("  - \(part.what): ") }, "\(part.table): \(no.out)")
+        }
+        #expect(no.out.contains("\n  - buttons, with their keys: 0 buttons\n"), "\(no.out)")
+        #expect(no.out.contains("\n  - usage-alert history: 0 alerts\n"), "\(no.out)")
+        #expect(no.out.contains("\n  - backup alarms that rang here: 0 rings\n"), "\(no.out)")
+        #expect(no.out.contains(StoredTables.keptSentence))
         #expect(no.err == "dosetap: aborted: nothing deleted\n")
         #expect(try DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory)).count() == 1)
         let wrong = try await cli.dose(["data", "clear", "--confirm", "yes"], at: "2026-01-15 22:31:00")
@@ -214,6 +224,14 @@ struct DoseCLITests {
         let yes = try await cli.dose(["data", "clear", "--confirm", "DELETE"], at: "2026-01-15 22:31:00")
         #expect(yes.exitCode == 0)
         #expect(try DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory)).count() == 0)
+        // A button with its key is named, counted and deleted; an alarm is kept, as said.
+        #expect(try await cli.run(["button", "add", "A4:C1:38:8D:18:B2", "--kind", "bthome", "--name", "bedside",
+                                   "--bindkey", "231d39c1d7cc1ab1aee224cd096db932"]).exitCode == 0)
+        #expect(try await cli.run(["alarm", "add", "06:30"]).exitCode == 0)
+        let named = try await cli.dose(["data", "clear", "--confirm", "DELETE"], at: "2026-01-15 22:32:00")
+        #expect(named.exitCode == 0 && named.out.contains("\n  - buttons, with their keys: 1 button\n"), "\(named.out)")
+        #expect(try await cli.run(["button", "list", "--json"]).out.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        #expect(try await cli.run(["alarm", "list"]).out.hasPrefix("1  06:30"))
     }
 
     @Test("setup: flags for scripts, a wizard on stdin, --show --json, --reconfigure, validation")

@@ -268,13 +268,62 @@ struct DoseLogStoreTests {
         try BatterySampleRepository(database: db).append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
         let reopened = try DoseTapDatabase(directory: url)
         #expect(try SettingsRepository(database: reopened).load() == s)
-        #expect(try reopened.counts() == (1, 1, 1))
+        let rows = { try Dictionary(uniqueKeysWithValues: reopened.clearedCounts().map { ($0.table.table, $0.rows) }) }
+        #expect(try rows()["dose_event"] == 1 && rows()["setting"] == 1 && rows()["battery_sample"] == 1)
         try reopened.clearAll()
-        #expect(try reopened.counts() == (0, 0, 0))
+        #expect(try rows().values.allSatisfy { $0 == 0 })
         #expect(try SettingsRepository(database: reopened).load() == .defaults)
         // The append-only guard is back after the clear.
         _ = try take(DoseRepository(database: reopened), at: t0)
         #expect(throws: (any Error).self) { try reopened.writer.write { try $0.execute(sql: "DELETE FROM dose_event") } }
+    }
+}
+
+@Suite("data clear: one table list for the confirmation and the deletion (#26)")
+struct ClearedTablesTests {
+    /// Every table of the schema is either cleared or kept, once: a migration that adds a table must say which.
+    @Test("every table of the schema is in exactly one of the lists: cleared or kept")
+    func everyTablePlaced() throws {
+        let db = try DoseTapDatabase(directory: FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-tables-\(UUID().uuidString)"))
+        let cleared = StoredTables.cleared.map(\.table)
+        #expect(Set(cleared).count == cleared.count)
+        #expect(Set(cleared).isDisjoint(with: StoredTables.kept))
+        #expect(try db.tableNames() == (cleared + StoredTables.kept).sorted())
+    }
+
+    /// A row in every table; a clear empties exactly the cleared ones and leaves the alarms.
+    @Test("a clear empties every table it lists (each had a row) and no other; the dose log's guard is back after it")
+    func clearsWhatItLists() throws {
+        let db = try DoseTapDatabase(directory: FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-tables-\(UUID().uuidString)"))
+        try db.write { db in
+            try db.execute(sql: """
+                INSERT INTO setting (key, value) VALUES ('user', '{}');
+                INSERT INTO dose_event (id, kind, at, time_zone, source) VALUES ('a', 'dose1', 1, 'UTC', 'cli');
+                INSERT INTO dose_event_ignored (seq, ignored_at) VALUES (1, 1);
+                INSERT INTO reminder_fired VALUES ('s', 'dose2', 1, 1);
+                INSERT INTO battery_sample (at, level, on_ac, status) VALUES (1, 50, 0, 'discharging');
+                INSERT INTO button (address, kind, name, bindkey, mapping, added_at) VALUES ('A4:C1:38:00:00:01', 'bthome', 'b', 'k', '{}', 1);
+                INSERT INTO alert_source (name) VALUES ('BAT0');
+                INSERT INTO alert_state VALUES ('BAT0', '{}');
+                INSERT INTO alert_history (at, source, usage, level) VALUES (1, 'BAT0', 90, 'warning');
+                INSERT INTO household_occurrence (owner, alarm_id, at, label, time, targets) VALUES ('o', 1, 1, 'l', '05:00', '[]');
+                INSERT INTO household_answer VALUES ('o', 1, 1, 'stop', NULL, 1, 'x');
+                INSERT INTO household_slot (owner, alarm_id, occurrence, target, at, outcome, updated_at) VALUES ('o', 1, 1, 0, 1, 'rang', 1);
+                INSERT INTO backup_ring (owner, alarm_id, occurrence, target, at, label, time, started_at) VALUES ('o', 1, 1, 0, 1, 'l', '05:00', 1);
+                INSERT INTO alarm (time, label, repetition, enabled, created_at) VALUES ('05:00', 'Wake', 'daily', 1, 1);
+                INSERT INTO alarm_import VALUES ('config', 1);
+                INSERT INTO alarm_ring (alarm_id, kind, due_at, outcome) VALUES (1, 'alarm', 1, 'stopped');
+                INSERT INTO alarm_backup VALUES (1, 0, 'device:x');
+                """)
+        }
+        #expect(try db.clearedCounts().map(\.rows) == Array(repeating: 1, count: StoredTables.cleared.count))
+        try db.clearAll()
+        #expect(try db.clearedCounts().allSatisfy { $0.rows == 0 })
+        for table in StoredTables.kept {
+            #expect(try db.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM \(table)") } == 1, "\(table)")
+        }
+        try db.write { try $0.execute(sql: "INSERT INTO dose_event (id, kind, at, time_zone, source) VALUES ('b', 'dose1', 2, 'UTC', 'cli')") }
+        #expect(throws: (any Error).self) { try db.write { try $0.execute(sql: "DELETE FROM dose_event") } }
     }
 }
 

@@ -104,7 +104,7 @@ public struct DoseHistory: Sendable {
     }
 }
 
-/// Deleting the stored data (dose history, settings, battery history).
+/// Deleting the stored data: every table of `StoredTables.cleared`, named and counted before it goes.
 public struct DataUseCases: Sendable {
     private let store: DataStore
 
@@ -113,18 +113,18 @@ public struct DataUseCases: Sendable {
     /// What a clear would delete, in the database it would delete it from.
     public struct Contents: Sendable {
         public var path: String
-        public var doseEvents: Int
-        public var settings: Int
-        public var samples: Int
+        /// Every table a clear deletes, with its rows now, in the order the confirmation lists them.
+        public var parts: [(table: ClearedTable, rows: Int)]
         fileprivate let database: DoseTapDatabase
+
+        /// The rows of the dose log.
+        public var doseEvents: Int { parts.first { $0.table.table == "dose_event" }?.rows ?? 0 }
     }
 
     /// What is stored; nil when there is no data (or it cannot be opened: nothing a clear could delete).
     public func contents() throws -> Contents? {
         guard let database = try? store.openIfPresent() else { return nil }
-        let counts = try database.counts()
-        return Contents(path: database.path, doseEvents: counts.doseEvents, settings: counts.settings, samples: counts.samples,
-                        database: database)
+        return Contents(path: database.path, parts: try database.clearedCounts(), database: database)
     }
 
     /// Deletes everything `contents` counted (and whatever was added since). Errors: "could not delete: …".

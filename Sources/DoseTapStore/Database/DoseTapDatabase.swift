@@ -1,0 +1,159 @@
+import DoseTapCore
+import Foundation
+internal import GRDB
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The SQLite file: the single source of truth and the meeting point of the CLI and the agent.
+/// WAL mode lets them read and write side by side; every schema change is a versioned migration.
+///
+/// Two ways in:
+/// - `init(directory:)` for commands that write: creates the folder and the file if needed and
+///   migrates, holding an exclusive `flock` on the data folder while it does (20 first commands racing
+///   on a fresh folder migrate once, the others wait and find the schema done).
+/// - `openForReading(directory:)` for commands that only read (`dose status`, `export csv`,
+///   `battery`): a read-only connection that never takes a write lock, so it works on a read-only
+///   file or folder and never waits for a writer (WAL readers see the last commit).
+public final class DoseTapDatabase: Sendable {
+    let writer: DatabasePool
+    public let path: String
+    public let isReadOnly: Bool
+    /// Writes made through this instance, counted after each one ends (with `PRAGMA data_version`, which
+    /// counts other connections' commits, it tells whether a cached read is still current).
+    let localWrites = Atomic<Int>(0)
+    /// The recent dose log as last read or written here (`DoseRepository.submit`).
+    let doseLogCache = Mutex<DoseLogCache?>(nil)
+
+    /// Opens (creating if needed) the database in `directory` and brings its schema up to date.
+    public init(directory: URL) throws {
+        let folder = directory.path
+        try DataFolder.check(folder, create: true)
+        path = directory.appendingPathComponent("dosetap.sqlite").path
+        isReadOnly = false
+        let lock = try DataFolder.lock(folder)
+        defer { close(lock) }
+        do {
+            writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: false))
+            // The dose log must survive a power cut right after a confirmation: fsync on every commit. Set here,
+            // once the pool is open — GRDB puts its writer in WAL mode with `synchronous = NORMAL` *after*
+            // `prepareDatabase` ran, and NORMAL syncs the WAL only at checkpoints, so a dose the agent
+            // recorded could be lost to a power cut for minutes (a one-shot CLI checkpoints as it closes).
+            try writer.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // Migrating takes the write lock: only when something is to do, so opening never waits for
+            // another process's transaction.
+            if try !writer.read({ db in try Migrations.migrator.hasCompletedMigrations(db) }) {
+                try Migrations.migrator.migrate(writer)
+            }
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "open")
+        }
+    }
+
+    private init(readingAt path: String) throws {
+        self.path = path
+        isReadOnly = true
+        do {
+            writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: true))
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "open", reading: true)
+        }
+    }
+
+    /// Opens the database only if it already exists (read paths of the CLI must not create files).
+    /// A data folder that is a file, or that cannot be searched, is an error, never "no data".
+    public static func openIfPresent(directory: URL) throws -> DoseTapDatabase? {
+        let file = directory.appendingPathComponent("dosetap.sqlite").path
+        guard try DataFolder.exists(folder: directory.path, file: file) else { return nil }
+        return try DoseTapDatabase(directory: directory)
+    }
+
+    /// A read-only connection for commands that only read; nil when there is no database yet.
+    /// A database written by an older version (migrations pending) is upgraded first, which needs
+    /// write access; without it the error says so.
+    public static func openForReading(directory: URL) throws -> DoseTapDatabase? {
+        let file = directory.appendingPathComponent("dosetap.sqlite").path
+        guard try DataFolder.exists(folder: directory.path, file: file) else { return nil }
+        let reader = try DoseTapDatabase(readingAt: file)
+        let complete: Bool
+        do {
+            complete = try reader.writer.read { db in try Migrations.migrator.hasCompletedMigrations(db) }
+        } catch let error as DatabaseError {
+            throw explain(error, path: file, action: "read", reading: true)
+        }
+        if complete { return reader }
+        do {
+            _ = try DoseTapDatabase(directory: directory)
+        } catch {
+            throw StoreError("\(file) was written by an older version and must be upgraded, which needs write access: \(error)")
+        }
+        return try DoseTapDatabase(readingAt: file)
+    }
+
+    static func configuration(readOnly: Bool) -> Configuration {
+        var config = Configuration()
+        config.readonly = readOnly
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        return config
+    }
+
+    // MARK: - Reads and writes with plain-sentence errors
+
+    /// A read; SQLite's errors become one sentence naming the file and the cause.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try writer.read(body)
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "read", reading: true)
+        }
+    }
+
+    /// A write in one transaction; SQLite's errors become one sentence naming the file and the cause.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
+        defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
+        do {
+            defer { announceCommit() }
+            return try writer.write(body)
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "write")
+        }
+    }
+
+    /// A write that manages its own transaction (`BEGIN IMMEDIATE` for the dose policy).
+    func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
+        defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
+        do {
+            defer { announceCommit() }
+            return try writer.writeWithoutTransaction(body)
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "write")
+        }
+    }
+
+    /// Tells whoever watches the data folder (the agent's `DirectoryWatcher`, inotify) that a write is done *and
+    /// visible*: the WAL is opened for writing and closed (an `IN_CLOSE_WRITE`), nothing written, never created.
+    /// The commit's own events come too early: SQLite appends the frames (`IN_MODIFY` on the WAL), then syncs
+    /// them (`synchronous = FULL`: milliseconds), and only then makes them visible in the shared-memory index,
+    /// which inotify cannot see — an agent woken by the appends read the data before the commit and was not woken
+    /// again by a writer that stays open (a CLI's close at exit happened to cover it).
+    private func announceCommit() {
+        let fd = open(path + "-wal", O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        if fd >= 0 { close(fd) }
+    }
+
+    /// "wal" for a healthy database.
+    public func journalMode() throws -> String {
+        try read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+
+    /// The applied migrations, oldest first.
+    public func appliedMigrations() throws -> [String] {
+        try read { db in try Migrations.migrator.appliedMigrations(db) }
+    }
+}
