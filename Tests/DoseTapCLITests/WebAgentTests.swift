@@ -86,4 +86,50 @@ struct WebAgentTests {
         let events = try DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory)).readAll().events
         #expect(events.map(\.source) == [.button])
     }
+
+    /// #26: one of the agent's battery closures once left out UPower's power-off level, so the dashboard's alarm
+    /// nudge counted empty as UPower's default 2 % while `dosetap alarm list` used the machine's PercentageAction.
+    /// ac-offline: 62 % at 11.898 %/h; the alarm 4 h 15 min out reads about 11 %: a warning by the tiers alone,
+    /// critical at a power-off level of 15 %.
+    @Test("the dashboard and `dosetap alarm list` show the same risk for the same alarm: both count the machine's power-off level")
+    func alarmRiskAgreesWithCLI() async throws {
+        let cli = try CLI()
+        try cli.writeUPower("[UPower]\nPercentageLow=40\nPercentageCritical=30\nPercentageAction=15\nCriticalPowerAction=PowerOff\n")
+        let at = Date().addingTimeInterval((4 * 60 + 15) * 60)
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let time = String(format: "%02d:%02d", utc.component(.hour, from: at), utc.component(.minute, from: at))
+        #expect(try await cli.run(["alarm", "add", time], scenario: "ac-offline").exitCode == 0)
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try cli.writeConfig("[web]\nlisten = []\n")
+        let socket = runtime.appendingPathComponent("dosetap/web.sock").path
+        let log = LineBuffer()
+        let (exe, argv) = cli.command(["agent"], scenario: "ac-offline", fakeTime: nil)
+        var dashboard: [String: Any] = [:]
+        let result = try await Subprocess.run(
+            exe, arguments: Arguments(argv), environment: cli.environment(extra: ["XDG_RUNTIME_DIR": runtime.path]),
+            input: .none, output: .discarded, error: .sequence
+        ) { execution in
+            let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+            #expect(await log.wait(for: "web dashboard listening", timeout: 30) != nil, "\(log.all.joined(separator: "\n"))")
+            let answer = try UnixStreamReader(path: socket, request: "GET /api/alarms HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            _ = answer.wait(for: "\u{0}", timeout: 15)  // until the agent closes the connection
+            let body = answer.received.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+            dashboard = try cli.json(body)
+            try execution.send(signal: .terminate)
+            _ = try? await reader.value
+        }
+        #expect(result.terminationStatus == .exited(0))
+        let listed = try await cli.run(["alarm", "list", "--json"], scenario: "ac-offline")
+        let cliAlarms = try #require(try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]])
+        let webAlarms = try #require(dashboard["alarms"] as? [[String: Any]], "\(dashboard)")
+        let cliNudge = try #require(cliAlarms.first?["nudge"] as? [String: Any], "\(listed.out)")
+        let webNudge = try #require(webAlarms.first?["nudge"] as? [String: Any], "\(dashboard)")
+        #expect(cliNudge["severity"] as? String == "critical")
+        #expect(cliNudge["powerOff"] as? String == "This machine powers itself off at 15%.")
+        #expect(webNudge["severity"] as? String == cliNudge["severity"] as? String)
+        #expect(webNudge["powerOff"] as? String == cliNudge["powerOff"] as? String)
+        #expect((webAlarms.first?["forecast"] as? [String: Any])?["risk"] as? String == "critical")
+    }
 }
