@@ -45,6 +45,36 @@ struct ButtonInterpreterTests {
         #expect(i.interpret(advert([0x40, 0x00, 0x07, 0x3A, 0x01], at: 3701)).intents.map(\.gesture) == [.single])
     }
 
+    /// #26 §5: the "log once per cause" set grew with every cause named, and other services' sets stopped logging
+    /// when full. Here: every unknown object id, each a cause, from an added button.
+    @Test("distinct causes beyond the bound: what is remembered stays at the bound, and a cause forgotten is logged again (never silenced)")
+    func causesBounded() throws {
+        let logs = InMemoryLogHandler()
+        let button = try ButtonConfig(address: Self.address, kind: .bthome, name: "bedside", bindkey: nil)
+        let i = ButtonInterpreter(buttons: [button], logger: Logger(label: "t") { _ in logs }, causesKept: 16)
+        // Every object id BTHome does not know, each a cause of its own ("unknown object id 0x.. at byte 1").
+        let unknown = (0...255).map(UInt8.init).filter { id in
+            guard case .failure(.unknownObjectID) = BTHome.parse([0x40, id, 0x01], address: BTHomeAddress(BluetoothAddress(Self.address)!),
+                                                                 decryptor: nil) else { return false }
+            return true
+        }
+        #expect(unknown.count > 32)
+        for (n, id) in unknown.enumerated() {
+            _ = i.interpret(advert([0x40, id, 0x01], at: Double(n)))
+            #expect(i.remembered.causes <= 16)
+        }
+        let rejected = { logs.entries.filter { $0.message.description == "BTHome advert rejected" }.count }
+        #expect(rejected() == unknown.count)
+        // The same cause again at once: remembered, not logged twice.
+        _ = i.interpret(advert([0x40, unknown.last!, 0x01], at: 300))
+        #expect(rejected() == unknown.count)
+        // The first cause was forgotten long ago: logged again.
+        _ = i.interpret(advert([0x40, unknown[0], 0x01], at: 301))
+        #expect(rejected() == unknown.count + 1)
+        // Holds: one per added button and index, pruned as they end.
+        #expect(i.remembered.holds == 0)
+    }
+
     @Test("a press is a single → take; the same packet again is nothing; the battery is reported")
     func press() throws {
         let (i, _) = try interpreter()

@@ -63,6 +63,29 @@ extension HouseholdServiceTests {
         }
     }
 
+    /// #26 §5: anyone who may publish on the broker (here one without an ACL) can name new devices without end.
+    @Test("a flood of 600 invented devices: each agent remembers at most peersKept; the owner, gone before the flood, is still known as gone")
+    func peerFloodBounded() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi"])
+            h.owner.kill()
+            try await until("the owner to be seen gone") { h.kitchen.service.peers["jen-laptop"] == false }
+            let stranger = try MQTTClient(clientID: "stranger", username: nil, password: nil, will: nil)
+            try await stranger.connect(host: "127.0.0.1", port: broker.port)
+            let now = Int64(h.clock.now().timeIntervalSince1970)
+            for n in 0..<600 {
+                try stranger.publish(HouseholdTopic.peer(device: "fake-\(n)").topic(household: Self.topicLevel),
+                                     HouseholdMessage.encode(PeerMessage(online: now)), retain: false)
+            }
+            try await until("the flood to reach kitchen") { h.kitchen.service.peers["fake-599"] == true }
+            for member in [h.bedroom, h.kitchen] {
+                #expect(member.service.peers.count <= HouseholdService.peersKept)
+                #expect(member.service.peers["jen-laptop"] == false, "\(member.name) forgot the departed owner")
+            }
+            stopAll(h)
+        }
+    }
+
     @Test("#25 finding 1: a push URL's user, password and query are never published; the owner still pushes to the whole URL")
     func pushSecretsNotPublished() async throws {
         try await PrivateBroker.run { broker in

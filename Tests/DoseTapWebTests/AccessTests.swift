@@ -157,6 +157,22 @@ struct RateLimiterTests {
         #expect(limiter.admit("b", at: at) == .serve)
     }
 
+    /// #26 §5: every address a stranger uses adds a client; inside the minute nothing was idle enough to prune.
+    @Test("20,000 clients in one minute: at most clientsKept followed; a blocked client stays blocked; the owner is served")
+    func boundedClients() {
+        var limiter = RateLimiter()
+        for i in 0..<201 { _ = limiter.admit("flooder", at: t0.addingTimeInterval(Double(i) * 0.01)) }
+        #expect(limiter.admit("flooder", at: t0.addingTimeInterval(3)) == .refused(until: t0.addingTimeInterval(2 + 300), first: false))
+        for n in 0..<20_000 {
+            #expect(limiter.admit("stranger-\(n)", at: t0.addingTimeInterval(3 + Double(n) * 0.002)) == .serve)
+            if n % 1000 == 0 { #expect(limiter.clientCount <= RateLimiter.clientsKept) }
+        }
+        #expect(limiter.clientCount <= RateLimiter.clientsKept)
+        let later = t0.addingTimeInterval(50)
+        if case .refused = limiter.admit("flooder", at: later) {} else { Issue.record("the blocked client was forgotten") }
+        #expect(limiter.admit("owner", at: later) == .serve)
+    }
+
     @Test("requests older than a minute do not count toward the 200")
     func window() {
         var limiter = RateLimiter()

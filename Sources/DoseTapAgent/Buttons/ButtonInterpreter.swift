@@ -29,18 +29,24 @@ public final class ButtonInterpreter: @unchecked Sendable {
     private var buttons: [String: ButtonConfig] = [:]
     private var states: [String: BTHomeDeviceState] = [:]
     private var lastHold: [String: Date] = [:]
-    private var logged: Set<String> = []
+    /// Causes already logged (bounded: a cause forgotten is logged again, never silenced).
+    private var logged: RecentKeys<String>
+    public static let causesKept = 1024
     /// Strangers (BTHome adverts from addresses not added): a cheap transmitter can rotate through
     /// thousands of addresses an hour. At most `strangerLinesPerHour` lines an hour, then one line saying
     /// how many were not logged; at most `strangersKept` addresses remembered (the oldest forgotten first).
-    private var strangers = RecentAddresses(capacity: ButtonInterpreter.strangersKept)
+    private var strangers = RecentKeys<String>(capacity: ButtonInterpreter.strangersKept)
     private var strangerWindow: (start: Date, lines: Int, suppressed: Int)?
     public static let strangersKept = 256
     public static let strangerLinesPerHour = 20
+    /// Holds being followed (per added button and button index): more than this, and the finished ones go.
+    static let holdsKept = 64
     private let logger: Logger
 
-    public init(buttons: [ButtonConfig], logger: Logger) {
+    /// - Parameter causesKept: causes remembered as logged (tests lower it to see the bound).
+    public init(buttons: [ButtonConfig], logger: Logger, causesKept: Int = ButtonInterpreter.causesKept) {
         self.logger = logger
+        logged = RecentKeys(capacity: causesKept)
         replace(buttons)
     }
 
@@ -54,6 +60,7 @@ public final class ButtonInterpreter: @unchecked Sendable {
             states[address] = nil
         }
         for address in states.keys where buttons[address] == nil { states[address] = nil }
+        for key in lastHold.keys where buttons[String(key.prefix { $0 != "#" })] == nil { lastHold[key] = nil }
         // A bindkey that cannot be read stops its button (it is never run without its key).
         for config in buttons.values.sorted(by: { $0.address < $1.address }) {
             if case .failure(let problem)? = config.bindkeyBytes {
@@ -127,6 +134,9 @@ public final class ButtonInterpreter: @unchecked Sendable {
                         lastHold[key] = advert.receivedAt
                         continue
                     }
+                    if lastHold.count >= Self.holdsKept {
+                        lastHold = lastHold.filter { abs(advert.receivedAt.timeIntervalSince($0.value)) < 4 }
+                    }
                     lastHold[key] = advert.receivedAt
                 }
                 outcome.intents.append(ButtonIntent(button: button, buttonIndex: index, gesture: gesture,
@@ -138,7 +148,7 @@ public final class ButtonInterpreter: @unchecked Sendable {
 
     /// A button that cannot run (its bindkey is unreadable): an error, once per button and key.
     private func logErrorOnce(_ key: String, _ button: ButtonConfig, _ problem: ButtonConfig.Invalid) {
-        guard logged.insert(key).inserted else { return }
+        guard logged.insert(key) else { return }
         logger.error("button stopped: its stored bindkey cannot be used, so it never acts; add it again with its bindkey", metadata: [
             "button": "\(DisplayText.escaped(button.name))", "address": "\(button.address)", "reason": "\(problem)",
         ])
@@ -171,34 +181,15 @@ public final class ButtonInterpreter: @unchecked Sendable {
         return strangers.count
     }
 
-    private func logOnce(_ key: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {
-        guard logged.insert(key).inserted else { return }
-        logger.notice(message, metadata: metadata)
+    /// How many causes are remembered as logged, and holds followed (for tests: bounded whatever the radio sends).
+    public var remembered: (causes: Int, holds: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (logged.count, lastHold.count)
     }
-}
 
-/// A set of the most recent addresses, at most `capacity` (the oldest forgotten first).
-struct RecentAddresses {
-    let capacity: Int
-    private var order: [String] = []
-    private var members: Set<String> = []
-    private var head = 0
-
-    init(capacity: Int) { self.capacity = max(1, capacity) }
-
-    var count: Int { members.count }
-
-    /// True when `address` was not among the recent ones (it is now).
-    mutating func insert(_ address: String) -> Bool {
-        guard !members.contains(address) else { return false }
-        if order.count < capacity {
-            order.append(address)
-        } else {
-            members.remove(order[head])
-            order[head] = address
-            head = (head + 1) % capacity
-        }
-        members.insert(address)
-        return true
+    private func logOnce(_ key: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {
+        guard logged.insert(key) else { return }
+        logger.notice(message, metadata: metadata)
     }
 }

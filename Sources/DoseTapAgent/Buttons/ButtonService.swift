@@ -25,7 +25,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     private let onHandled: @Sendable (ButtonSignal, [DoseOutcome]) -> Void
     /// `dosetap button test`: gestures are printed, nothing acts, links made for the test are dropped.
     let observing: Bool
-    private let reportedUnusable = Mutex<Set<String>>([])
+    private let reportedUnusable = Mutex(RecentKeys<String>(capacity: 256))
 
     /// - Parameters:
     ///   - doses: the dose use case every press goes through; nil with `observer` (nothing acts).
@@ -55,7 +55,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     /// act; say so once per row, as an error.
     private func reportUnusable(_ rows: [UnusableButton]) {
         for row in rows {
-            guard reportedUnusable.withLock({ $0.insert("\(row.address)|\(row.reason)").inserted }) else { continue }
+            guard reportedUnusable.withLock({ $0.insert("\(row.address)|\(row.reason)") }) else { continue }
             logger.error("stored button cannot be used, so it never acts; add it again (dosetap button add)", metadata: [
                 "address": "\(DisplayText.escaped(row.address))", "reason": "\(DisplayText.escaped(row.reason, maxLength: 200))",
             ])

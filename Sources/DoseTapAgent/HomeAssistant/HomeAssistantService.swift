@@ -21,6 +21,8 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
 
     /// Presses closer together than this are dropped (a flood cannot fill the log or the dose log).
     public static let pressInterval: TimeInterval = 1
+    /// Retained discovery configs in our name followed at once, to withdraw those not wanted.
+    static let configsKept = 1024
 
     private struct State {
         var connected = false
@@ -30,7 +32,8 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
         var configs: Set<String> = []
         var battery: BatteryStatus?
         var lastPress: Date?
-        var logged: Set<String> = []
+        /// Causes already logged: the most recent ones (a stranger on the broker can name new causes for ever).
+        var logged = RecentKeys<String>(capacity: 1024)
     }
 
     private let settings: HomeAssistantSettings
@@ -129,15 +132,16 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
         } else if message.topic.hasPrefix(settings.discoveryPrefix + "/"), message.topic.hasSuffix("/config") {
             // A config retained in our node's name from an earlier run: the tick withdraws it when it is not wanted now.
             guard message.retained, !message.payload.isEmpty, message.topic.contains("/\(topics.node)/") else { return }
-            let known = state.withLock { $0.configs.insert(message.topic).inserted }
+            // At most `configsKept` followed (a stranger can retain configs in our name without end); the rest stay
+            // on the broker until a later start finds them.
+            let known = state.withLock { s in s.configs.count < Self.configsKept && s.configs.insert(message.topic).inserted }
             if known { poke() }
         }
     }
 
     private func logOnce(_ key: String, _ text: @autoclosure () -> Logger.Message, metadata: Logger.Metadata = [:]) {
         let first = state.withLock { s -> Bool in
-            guard s.logged.count < 1024 else { return false }
-            return s.logged.insert(key).inserted
+            return s.logged.insert(key)
         }
         if first { logger.warning(text(), metadata: metadata) }
     }

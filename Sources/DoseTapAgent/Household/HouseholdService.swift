@@ -74,6 +74,20 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         var seenOnline = false
     }
 
+    /// Devices remembered at once: a household has a handful, but anyone who may publish on the broker can name
+    /// new ones without end. Beyond this one goes: first an offline device that never departed (nothing rests on
+    /// it), then the online one heard from longest ago (a real one is back at its next heartbeat), and a departed
+    /// one last (a survivor sends for it).
+    public static let peersKept = 256
+
+    private static func forgetOldestPeer(_ peers: inout [String: Peer]) {
+        func rank(_ peer: Peer) -> Int { peer.departedAt != nil ? 2 : peer.online ? 1 : 0 }
+        let oldest = peers.min { a, b in
+            rank(a.value) != rank(b.value) ? rank(a.value) < rank(b.value) : a.value.seenAt < b.value.seenAt
+        }
+        if let oldest { peers[oldest.key] = nil }
+    }
+
     /// How far an answer may seem to come before the ring it answers (clocks a little apart).
     public static let answerSkew: TimeInterval = 10
 
@@ -100,7 +114,8 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         var nextHeartbeat: Date?
         var ringing: BackupRinging?
         var endedAt: Date?
-        var logged: Set<String> = []
+        /// Causes already logged: the most recent ones (a stranger on the broker can name new causes for ever).
+        var logged = RecentKeys<String>(capacity: 4096)
         var status: [UInt8] = []
         var deliveries: [SlotKey: Task<Void, Never>] = [:]
         var lastPrune: Date?
@@ -270,8 +285,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
 
     private func logOnce(_ key: String, _ message: @autoclosure () -> Logger.Message, metadata: Logger.Metadata = [:]) {
         let first = state.withLock { s -> Bool in
-            guard s.logged.count < 4096 else { return false }
-            return s.logged.insert(key).inserted
+            return s.logged.insert(key)
         }
         if first { logger.warning(message(), metadata: metadata) }
     }
@@ -305,6 +319,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
                 peer.seenOnline = presence.isOnline || before?.seenOnline == true
                 // Gone: seen online, now offline (the last will, or a clean stop). Back online: not gone.
                 peer.departedAt = presence.isOnline ? nil : (before?.online == true ? now : before?.departedAt)
+                if before == nil, s.peers.count >= Self.peersKept { Self.forgetOldestPeer(&s.peers) }
                 s.peers[device] = peer
                 // Our own last will from an earlier run (or a broker that lost us): say we are here.
                 if device == identity.device, !presence.isOnline, s.connected { s.nextHeartbeat = nil }

@@ -9,6 +9,8 @@ import Logging
 /// through Core's `BluetoothAddress`, a bindkey through `HexBytes` (in `ButtonConfig`). A change to the
 /// allowlist is published as `.settingsChanged`.
 public struct ButtonUseCases: Sendable {
+    /// Addresses a scan keeps: a crowded room has dozens; more is a transmitter rotating random ones.
+    static let scanKept = 512
     private let store: DataStore
     private let events: EventBus?
 
@@ -179,6 +181,8 @@ public struct ButtonUseCases: Sendable {
             let collector = Task {
                 var found: [String: BLEAdvert] = [:]
                 for await a in adverts {
+                    // At most `scanKept` addresses (a crowded room, or a transmitter rotating random ones).
+                    guard found[a.address] != nil || found.count < Self.scanKept else { continue }
                     var merged = found[a.address] ?? a
                     merged.rssi = a.rssi ?? merged.rssi
                     merged.name = a.name ?? merged.name

@@ -67,6 +67,7 @@ public struct RateLimiter: Sendable {
         decisions += 1
         if decisions % 1024 == 0 { prune(now) }
         // Taken out of the dictionary while it changes, so its arrivals are not copied on write.
+        if clients[client] == nil, clients.count >= Self.clientsKept { makeRoom(now) }
         var state = clients.removeValue(forKey: client) ?? Client(tat: now)
         defer { clients[client] = state }
         if let until = state.blockedUntil {
@@ -87,6 +88,19 @@ public struct RateLimiter: Sendable {
         let earliest = tat.addingTimeInterval(-tolerance)
         state.tat = tat.addingTimeInterval(Self.interval)
         return earliest <= now ? .serve : .wait(until: earliest)
+    }
+
+    /// Clients followed at once (each address or session a stranger uses adds one): beyond this, the idle ones
+    /// go, then the quarter heard from longest ago (blocked ones last), so a flood pays for the sort rarely.
+    public static let clientsKept = 4096
+
+    private mutating func makeRoom(_ now: Date) {
+        prune(now)
+        guard clients.count >= Self.clientsKept else { return }
+        let byAge = clients.map { key, client in
+            (key: key, blocked: client.blockedUntil.map { $0 > now } ?? false, last: client.arrivals.last ?? .distantPast)
+        }.sorted { a, b in a.blocked != b.blocked ? !a.blocked : a.last < b.last }
+        for old in byAge.prefix(Self.clientsKept / 4) { clients[old.key] = nil }
     }
 
     /// Forgets clients that are idle and not refused.
