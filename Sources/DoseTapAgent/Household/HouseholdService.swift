@@ -232,7 +232,7 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
                 }
             })
             do {
-                try client.subscribe(HouseholdTopic.all(household: identity.topic))
+                for pattern in HouseholdTopic.subscriptions(household: identity.topic) { try client.subscribe(pattern) }
             } catch {
                 logger.error("cannot follow the household", metadata: ["error": "\(error)"])
             }

@@ -38,8 +38,12 @@ public enum HouseholdTopic: Sendable, Equatable, Hashable {
         return "h" + household.utf8.prefix(24).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Every topic of the household (the one subscription).
-    public static func all(household: String) -> String { "dosetap/\(household)/#" }
+    /// The cascade's topics, one subscription per kind. Not `dosetap/<household>/#`: that would also match Home
+    /// Assistant's topics under `ha/`, and the broker delivers a message once per matching subscription of a
+    /// client, so every Home Assistant press reached an agent that follows both twice (#26).
+    public static func subscriptions(household: String) -> [String] {
+        ["peer", "plan", "answer", "claim"].map { "dosetap/\(household)/\($0)/#" }
+    }
 
     /// Home Assistant's state and command topics of every device live under here (docs/home-assistant.md):
     /// not messages of the cascade, which leaves them alone.

@@ -2,6 +2,16 @@ import DoseTapCore
 import Foundation
 import TOMLKit
 
+/// `[home_assistant]`: MQTT discovery over the household broker.
+enum HomeAssistantSection: ConfigSection {
+    static let name = "home_assistant"
+    static let keys: Set<String> = ["enabled", "discovery_prefix", "buttons"]
+
+    static func read(_ table: TOMLTable, into config: inout AgentConfiguration, source: String) throws(ConfigurationError) {
+        config.homeAssistant = try HomeAssistantSettings.parse(table, source: source)
+    }
+}
+
 /// A Home Assistant button (docs/home-assistant.md). Anyone who may publish on the broker can press it.
 public enum HomeAssistantButton: String, Sendable, Equatable, Hashable, CaseIterable, Comparable {
     /// Take the next dose (Dose 1 or Dose 2), refused like any other input.
