@@ -6,12 +6,11 @@ import Foundation
 /// The system battery as every face reports it: the reading now with its drain (fitted from the agent's
 /// samples when the hardware gives no rate), and whether it lasts until an alarm.
 public struct BatteryUseCases: Sendable {
-    private let store: DataStore
     private let clock: any WallClock
-    private let source: @Sendable () throws -> any PowerSupplySource
-    private let powerOff: @Sendable () -> PowerOffPolicy
-    private let canWake: @Sendable (URL?) -> Bool
+    /// The battery at a moment, forecast as if the machine were (or were not) going to sleep now.
+    private let read: @Sendable (_ now: Date, _ goingToSleep: Bool) throws -> BatteryStatus
 
+    /// The command line's: everything read afresh from the machine and the data folder.
     /// - Parameters:
     ///   - source: the power supplies; by default the machine's, through udev.
     ///   - powerOff: the level at which the machine stops itself; by default UPower's configuration
@@ -25,11 +24,29 @@ public struct BatteryUseCases: Sendable {
                         return false
                     }()
                 }) {
-        self.canWake = canWake
-        self.store = store
         self.clock = clock
-        self.source = source
-        self.powerOff = powerOff
+        read = { [clock] now, goingToSleep in
+            let source = try source()
+            let database = try store.openForReading()
+            let history = database.map { BatterySampleRepository(database: $0) }
+            var night = Self.outlook(database: database, zone: clock.timeZone, canWake: canWake)
+            night.conditions.goingToSleep = goingToSleep
+            return try BatteryStatus.read(source: source, history: history, now: now, powerOff: powerOff(), night: night)
+        }
+    }
+
+    /// The agent's: one instance for every service and face that reads the battery (the dose nudge, the
+    /// alarms, Home Assistant, the dashboard, the re-check before sleep), so they cannot disagree on the
+    /// power-off level or the night (#26).
+    /// - Parameters:
+    ///   - powerOff: the machine's power-off level, read once at start.
+    ///   - night: what the agent knows of this machine's nights now, going to sleep or not.
+    public init(source: any PowerSupplySource, history: any BatteryHistoryStore, powerOff: PowerOffPolicy, clock: any WallClock,
+                night: @escaping @Sendable (_ goingToSleep: Bool) -> NightOutlook) {
+        self.clock = clock
+        read = { now, goingToSleep in
+            try BatteryStatus.read(source: source, history: history, now: now, powerOff: powerOff, night: night(goingToSleep))
+        }
     }
 
     /// The battery now. Reads only: without a database the drain comes from the hardware alone.
@@ -50,6 +67,11 @@ public struct BatteryUseCases: Sendable {
         try? status(at: clock.now())
     }
 
+    /// The battery now, forecast as if the machine went to sleep now (logind's `PrepareForSleep`); nil when unreadable.
+    public func statusGoingToSleep() -> BatteryStatus? {
+        try? read(clock.now(), true)
+    }
+
     /// The seed's linear model: the predicted level at the alarm, its risk, and the nudge (nil when safe).
     /// Errors are the predictor's one-line reasons (a level out of 0…100, a negative drain…).
     public static func predict(_ input: RiskInput) throws -> (prediction: RiskPrediction, nudge: Nudge?) {
@@ -59,11 +81,7 @@ public struct BatteryUseCases: Sendable {
     }
 
     private func status(at now: Date) throws -> BatteryStatus {
-        let source = try source()
-        let database = try store.openForReading()
-        let history = database.map { BatterySampleRepository(database: $0) }
-        return try BatteryStatus.read(source: source, history: history, now: now, powerOff: powerOff(),
-                                      night: Self.outlook(database: database, zone: clock.timeZone, canWake: canWake))
+        try read(now, false)
     }
 
     /// The nights the agent learned (nothing yet without a database), with tonight's facts: the agent's last
