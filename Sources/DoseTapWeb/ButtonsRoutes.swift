@@ -143,7 +143,7 @@ extension WebDashboard {
             do {
                 return Self.json(.object([("candidates", .array(try await buttons.scan(seconds).map(\.json)))]))
             } catch let error as UseCaseError {
-                return Self.error(.serviceUnavailable, error.description, api: true)
+                return Self.error(error, api: true)
             }
         case (.patch, 3) where parts[1] == "buttons":
             let body = try await Self.jsonBody(request)

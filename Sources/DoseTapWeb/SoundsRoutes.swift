@@ -123,7 +123,7 @@ extension WebDashboard {
     /// A use case's answer as JSON, or its one-line "no" as a 400 (a 404 for "no button …", "no such …").
     func apiAnswer(_ body: () throws -> JSON) -> Response {
         do { return Self.json(try body()) } catch let error as UseCaseError {
-            return Self.error(error.description.hasPrefix("no ") ? .notFound : .badRequest, error.description, api: true)
+            return Self.error(error, api: true)
         } catch {
             return Self.error(.badRequest, "\(error)", api: true)
         }

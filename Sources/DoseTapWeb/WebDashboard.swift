@@ -111,6 +111,21 @@ public final class WebDashboard: Sendable {
     }
 
     /// A one-line error: JSON for the API (and scripts), a short page otherwise. Never a stack trace.
+    /// The one place a use case's "no" becomes an HTTP status: by its kind, never by its words.
+    static func status(for error: UseCaseError) -> HTTPResponse.Status {
+        switch error.kind {
+        case .invalid: .badRequest
+        case .notFound: .notFound
+        case .refused: .conflict
+        case .unavailable: .serviceUnavailable
+        }
+    }
+
+    /// A use case's "no" as an answer: its status by kind, its sentence as the message.
+    static func error(_ error: UseCaseError, api: Bool) -> Response {
+        Self.error(status(for: error), error.description, api: api)
+    }
+
     static func error(_ status: HTTPResponse.Status, _ message: String, api: Bool, headers: HTTPFields = [:]) -> Response {
         let line = DisplayText.escaped(message, maxLength: 300)
         if api {
@@ -214,7 +229,7 @@ public final class WebDashboard: Sendable {
         } catch let error as WebInputError {
             return Self.error(error.status, error.message, api: api)
         } catch let error as UseCaseError {
-            return Self.error(.serviceUnavailable, error.description, api: api)
+            return Self.error(error, api: api)
         } catch {
             logger.error("web: \(request.method) \(path) failed", metadata: ["error": "\(error)"])
             return Self.error(.internalServerError, "the request failed; nothing was recorded", api: api)
@@ -449,7 +464,7 @@ public final class WebDashboard: Sendable {
         }
         func apiAnswer(_ body: () throws -> JSON) -> Response {
             do { return Self.json(try body()) } catch let error as UseCaseError {
-                return Self.error(error.description.hasPrefix("no alarm") ? .notFound : .badRequest, error.description, api: true)
+                return Self.error(error, api: true)
             } catch {
                 return Self.error(.badRequest, "\(error)", api: true)
             }

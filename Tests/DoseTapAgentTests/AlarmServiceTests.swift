@@ -196,8 +196,8 @@ struct AlarmServiceTests {
             let played = w.player.sounds.count
             w.clock.advance(by: 60)
             #expect(w.player.sounds.count == played, "nothing plays after Stop")
-            #expect(throws: UseCaseError("no alarm is ringing")) { try w.cli.stopRinging(by: .cli) }
-            #expect(throws: UseCaseError("no alarm is ringing")) { try w.cli.snoozeRinging(by: .cli) }
+            #expect(throws: UseCaseError.refused("no alarm is ringing")) { try w.cli.stopRinging(by: .cli) }
+            #expect(throws: UseCaseError.refused("no alarm is ringing")) { try w.cli.snoozeRinging(by: .cli) }
             #expect(try w.rings.history(alarmID: id).map(\.outcome) == [.stopped])
         }
     }
@@ -297,7 +297,7 @@ struct AlarmServiceTests {
             #expect(!third.service.isRinging)
             #expect(try first.rings.history(alarmID: id).map(\.outcome) == [.missed])
             #expect(try AlarmRepository(database: first.database).find(id: id)?.enabled == false)
-            #expect(throws: UseCaseError("no alarm is ringing")) { try first.cli.stopRinging(by: .cli) }
+            #expect(throws: UseCaseError.refused("no alarm is ringing")) { try first.cli.stopRinging(by: .cli) }
             _ = await second.service.tick()
         }
     }

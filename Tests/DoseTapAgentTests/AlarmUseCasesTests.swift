@@ -20,6 +20,21 @@ struct AlarmUseCasesTests {
         return (AlarmUseCases(store: DataStore(database: db), clock: clock, battery: { battery }, events: events), db)
     }
 
+    /// #26: the dashboard chose an HTTP status from the words ("no alarm…" → 404) and sent every other escaped
+    /// "no" as 503. Each error now says its kind.
+    @Test("use-case errors carry their kind: a bad time is invalid, a missing alarm not found, Stop or Snooze with none ringing refused")
+    func errorKinds() throws {
+        let (alarms, _) = try useCases()
+        func kind(_ body: () throws -> Any) -> UseCaseError.Kind? {
+            do { _ = try body(); return nil } catch let error as UseCaseError { return error.kind } catch { return nil }
+        }
+        #expect(kind { try alarms.add(.init(time: "25:00")) } == .invalid)
+        #expect(kind { try alarms.remove(id: 9) } == .notFound)
+        #expect(kind { try alarms.stopRinging(by: .cli) } == .refused)
+        #expect(kind { try alarms.snoozeRinging(by: .cli) } == .refused)
+        #expect(UseCaseError("x").kind == .invalid)   // the default
+    }
+
     @Test("config.toml's [alarm] time becomes a daily alarm labelled config, once: a removal sticks")
     func importOnce() async throws {
         let bus = EventBus()

@@ -56,7 +56,7 @@ struct AlertUseCasesTests {
         #expect(mouse.thresholds == (try AlertThresholds(warning: 60, critical: 80)) && mouse.state == "critical")
         #expect(try alerts.changeSource("MX Master 3", [.disable]).state == "off")
         #expect(try alerts.changeSource("MX Master 3", [.reset]).thresholds == .defaults)
-        #expect(throws: UseCaseError("no source 'BAT9': see dosetap alerts show")) { try alerts.changeSource("BAT9", [.disable]) }
+        #expect(throws: UseCaseError.notFound("no source 'BAT9': see dosetap alerts show")) { try alerts.changeSource("BAT9", [.disable]) }
         #expect(throws: UseCaseError("warning (85 %) must be lower than critical (60 %)")) { try alerts.changeSource("BAT0", [.critical(60)]) }
         _ = try alerts.changeSource("MX Master 3", [.warning(70)])
         // Known from before (the mouse is switched off now): still listed and settable. (After a reset

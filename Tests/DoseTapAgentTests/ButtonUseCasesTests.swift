@@ -101,7 +101,7 @@ struct ButtonUseCasesTests {
         _ = try cases.add(address: Self.address, kind: .itag, name: nil, bindkey: nil)
         _ = try cases.map(address: Self.address, .init(noDouble: true))
         #expect(try cases.remove(address: Self.address.lowercased()) == Self.address)
-        #expect(throws: UseCaseError("no button \(Self.address)")) { try cases.remove(address: Self.address) }
+        #expect(throws: UseCaseError.notFound("no button \(Self.address)")) { try cases.remove(address: Self.address) }
         #expect(await drained(bus, stream) == [.settingsChanged, .settingsChanged, .settingsChanged])
     }
 
@@ -114,7 +114,7 @@ struct ButtonUseCasesTests {
         #expect(button.mapping.summary == "single → take, double → off, hold → skip")
         button = try cases.map(address: Self.address, .init(double: ButtonAction.none, noDouble: false))
         #expect(button.mapping.summary == "single → take, double → none, hold → skip")
-        #expect(throws: UseCaseError("no button A4:C1:38:8D:18:B3")) { try cases.map(address: "a4:c1:38:8d:18:b3", .init()) }
+        #expect(throws: UseCaseError.notFound("no button A4:C1:38:8D:18:B3")) { try cases.map(address: "a4:c1:38:8d:18:b3", .init()) }
         #expect(throws: UseCaseError("invalid address 'nope': expected six pairs of hex digits like AA:BB:CC:DD:EE:FF")) {
             try cases.map(address: "nope", .init())
         }

@@ -346,6 +346,15 @@ struct HTTPTests {
 
 @Suite("Web: the Alarms page and /api/alarms")
 struct AlarmRouteTests {
+    /// #26: one place maps a use case's "no" to a status, by kind (it was guessed from the words, and 503 otherwise).
+    @Test("a use-case error's kind is its status: invalid 400, not found 404, refused 409, unavailable 503 — whatever its words")
+    func errorStatus() {
+        #expect(WebDashboard.status(for: UseCaseError("no alarm is a word here")) == .badRequest)
+        #expect(WebDashboard.status(for: .notFound("alarm 9 is not there")) == .notFound)
+        #expect(WebDashboard.status(for: .refused("no alarm is ringing")) == .conflict)
+        #expect(WebDashboard.status(for: .unavailable("could not save the alarm: the disk is full")) == .serviceUnavailable)
+    }
+
     func form(_ cookie: String) -> HTTPFields {
         var h = headers(cookie)
         h[.contentType] = "application/x-www-form-urlencoded"

@@ -42,7 +42,7 @@ public struct FeedbackDevices: Sendable {
     /// sounds list", or the catalog's failure.
     public func sound(named name: String) throws -> SoundInfo {
         let sounds: [SoundInfo]
-        do { sounds = try catalog.list() } catch { throw UseCaseError("\(error)") }
+        do { sounds = try catalog.list() } catch { throw UseCaseError.unavailable("\(error)") }
         guard let sound = (sounds + [beep]).first(where: { $0.name == name }) else {
             throw UseCaseError("unknown sound '\(name)': see dosetap sounds list")
         }

@@ -205,7 +205,7 @@ public struct AlarmUseCases: Sendable {
     public func preview(id: Int) throws -> (occurrence: Date, slots: [(at: Date, target: BackupTarget)]) {
         let view = try backups(id: id)
         guard let next = view.alarm.nextOccurrence(after: clock.now(), in: clock.timeZone) else {
-            throw UseCaseError("alarm \(id) is off: turn it on to preview its backups (dosetap alarm on \(id))")
+            throw UseCaseError.refused("alarm \(id) is off: turn it on to preview its backups (dosetap alarm on \(id))")
         }
         return (next, BackupSchedule.slots(view.targets, occurrence: next))
     }
@@ -229,7 +229,7 @@ public struct AlarmUseCases: Sendable {
     }
 
     private func endRinging(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) throws -> RingAnswer {
-        let nothing = UseCaseError("no alarm is ringing")
+        let nothing = UseCaseError.refused("no alarm is ringing")
         guard let database = try store.openIfPresent() else { throw nothing }
         let rings = AlarmRingRepository(database: database)
         let now = clock.now()
@@ -242,7 +242,7 @@ public struct AlarmUseCases: Sendable {
             ended = try rings.end(ringID: ringing.id, outcome: outcome, by: ender, at: now,
                                   snoozeUntil: now.addingTimeInterval(AlarmRingRules.snoozeInterval))
         } catch {
-            throw UseCaseError("could not save the alarm: \(error)")
+            throw UseCaseError.unavailable("could not save the alarm: \(error)")
         }
         guard let ended else { throw nothing }
         events?.publish(.alarmEnded(ended))
@@ -252,14 +252,14 @@ public struct AlarmUseCases: Sendable {
     /// A backup alarm of the household ringing here (#12): the agent tells the household (a Stop resolves the
     /// cascade everywhere; a Snooze fires this machine again nine minutes later).
     private func endBackupRinging(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder, database: DoseTapDatabase, now: Date) throws -> RingAnswer {
-        let nothing = UseCaseError("no alarm is ringing")
+        let nothing = UseCaseError.refused("no alarm is ringing")
         let backups = HouseholdRepository(database: database)
         guard let ringing = try backups.ringing(), ringing.givesUpAt > now else { throw nothing }
         let ended: HouseholdRepository.BackupRing?
         do {
             ended = try backups.endRing(id: ringing.id, outcome: outcome, by: ender, at: now)
         } catch {
-            throw UseCaseError("could not save the alarm: \(error)")
+            throw UseCaseError.unavailable("could not save the alarm: \(error)")
         }
         guard let ended else { throw nothing }
         let occurrence = ended.slot.occurrence
@@ -327,7 +327,7 @@ public struct AlarmUseCases: Sendable {
         } catch let error as UseCaseError {
             throw error
         } catch {
-            throw UseCaseError("could not save the alarm: \(error)")
+            throw UseCaseError.unavailable("could not save the alarm: \(error)")
         }
     }
 
@@ -362,6 +362,6 @@ public struct AlarmUseCases: Sendable {
     }
 
     private func unknown(_ id: Int) -> UseCaseError {
-        UseCaseError("no alarm \(id): see dosetap alarm list")
+        UseCaseError.notFound("no alarm \(id): see dosetap alarm list")
     }
 }

@@ -139,7 +139,7 @@ public struct AlertUseCases: Sendable {
         let repository = AlertRepository(database: database)
         let known = Set(try readings().map(\.name)).union(commands).union(try repository.overrides().keys).union(try repository.states().keys)
         guard known.contains(name) else {
-            throw UseCaseError("no source '\(DisplayText.escaped(name, maxLength: 80))': see dosetap alerts show")
+            throw UseCaseError.notFound("no source '\(DisplayText.escaped(name, maxLength: 80))': see dosetap alerts show")
         }
         let settings = try repository.settings()
         var own = try repository.overrides()[name] ?? AlertSourceOverride()
@@ -154,7 +154,7 @@ public struct AlertUseCases: Sendable {
         }
         _ = try valid { try own.effective(settings.thresholds) }
         try saving { try repository.setOverride(name, own) }
-        guard let view = try overview().sources.first(where: { $0.name == name }) else { throw UseCaseError("no source '\(name)'") }
+        guard let view = try overview().sources.first(where: { $0.name == name }) else { throw UseCaseError.notFound("no source '\(name)'") }
         return view
     }
 
@@ -202,7 +202,7 @@ public struct AlertUseCases: Sendable {
 
     private func saving<T>(_ body: () throws -> T) throws -> T {
         let result: T
-        do { result = try body() } catch { throw UseCaseError("could not save the alert settings: \(error)") }
+        do { result = try body() } catch { throw UseCaseError.unavailable("could not save the alert settings: \(error)") }
         events?.publish(.settingsChanged)
         return result
     }

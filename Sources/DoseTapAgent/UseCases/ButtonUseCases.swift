@@ -98,7 +98,7 @@ public struct ButtonUseCases: Sendable {
         guard let spelled = BluetoothAddress.canonicalSpelling(address) else {
             throw UseCaseError("invalid address '\(DisplayText.escaped(address, maxLength: 40))': \(BluetoothAddress.Invalid.syntax)")
         }
-        guard try repository().remove(address: address) else { throw UseCaseError("no button \(spelled)") }
+        guard try repository().remove(address: address) else { throw UseCaseError.notFound("no button \(spelled)") }
         events?.publish(.settingsChanged)
         return spelled
     }
@@ -126,7 +126,7 @@ public struct ButtonUseCases: Sendable {
         do { canonical = try BluetoothAddress(parsing: address).description } catch {
             throw UseCaseError("invalid address '\(DisplayText.escaped(address, maxLength: 40))': \(error)")
         }
-        guard var button = (try? repository.find(address: address)) ?? nil else { throw UseCaseError("no button \(canonical)") }
+        guard var button = (try? repository.find(address: address)) ?? nil else { throw UseCaseError.notFound("no button \(canonical)") }
         if let single = change.single { button.mapping.single = single }
         if let double = change.double { button.mapping.double = double }
         if let hold = change.hold { button.mapping.hold = hold }
@@ -171,7 +171,7 @@ public struct ButtonUseCases: Sendable {
     public static func scan(seconds: Int) async throws -> [Candidate] {
         let client: BlueZClient
         do { client = BlueZClient(connection: try DBusConnection(bus: .system)) } catch {
-            throw UseCaseError(Self.bluezUnreachable(error))
+            throw UseCaseError.unavailable(Self.bluezUnreachable(error))
         }
         var seen: [String: BLEAdvert] = [:]
         do {
@@ -198,9 +198,9 @@ public struct ButtonUseCases: Sendable {
             seen = await collector.value
             await client.stopDiscovery()
         } catch let error as DBusError where Self.bluezMissing(error) {
-            throw UseCaseError(Self.bluezUnreachable(error))
+            throw UseCaseError.unavailable(Self.bluezUnreachable(error))
         } catch {
-            throw UseCaseError("scan failed: \(error)")
+            throw UseCaseError.unavailable("scan failed: \(error)")
         }
         let remotes = (try? HIDButtonSource())?.remotes() ?? []
         return candidates(adverts: Array(seen.values), remotes: remotes.map { ($0.address, $0.name) })
@@ -237,11 +237,11 @@ public struct ButtonUseCases: Sendable {
     public func observe(logger: Logger, observer: @escaping @Sendable (ButtonIntent) -> Void) throws -> ButtonService {
         let repository = try repository()
         let buttons = try repository.all()
-        guard !buttons.isEmpty else { throw UseCaseError("no buttons added: dosetap button add ADDRESS --kind …") }
+        guard !buttons.isEmpty else { throw UseCaseError.refused("no buttons added: dosetap button add ADDRESS --kind …") }
         var bluez: BlueZClient?
         if buttons.contains(where: { $0.kind != .hid }) {
             do { bluez = BlueZClient(connection: try DBusConnection(bus: .system), logger: logger) } catch {
-                throw UseCaseError(Self.bluezUnreachable(error))
+                throw UseCaseError.unavailable(Self.bluezUnreachable(error))
             }
         }
         let hid = buttons.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil
@@ -256,7 +256,7 @@ public struct ButtonUseCases: Sendable {
     }
 
     private func save(_ button: ButtonConfig, in repository: ButtonRepository) throws {
-        do { try repository.save(button) } catch { throw UseCaseError("could not save: \(error)") }
+        do { try repository.save(button) } catch { throw UseCaseError.unavailable("could not save: \(error)") }
         events?.publish(.settingsChanged)
     }
 }

@@ -14,7 +14,7 @@ public struct InstallIdentity: Sendable {
     /// The identity of a data folder, its secret created on first use.
     public static func load(dataDirectory: URL) throws -> InstallIdentity {
         do { return InstallIdentity(secret: try InstallSecret.loadOrCreate(dataDirectory: dataDirectory)) } catch {
-            throw UseCaseError(error.description)
+            throw UseCaseError.unavailable(error.description)
         }
     }
 

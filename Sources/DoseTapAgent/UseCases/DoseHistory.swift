@@ -129,6 +129,6 @@ public struct DataUseCases: Sendable {
 
     /// Deletes everything `contents` counted (and whatever was added since). Errors: "could not delete: …".
     public func clear(_ contents: Contents) throws {
-        do { try contents.database.clearAll() } catch { throw UseCaseError("could not delete: \(error)") }
+        do { try contents.database.clearAll() } catch { throw UseCaseError.unavailable("could not delete: \(error)") }
     }
 }

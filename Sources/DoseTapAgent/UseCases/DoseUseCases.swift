@@ -38,7 +38,7 @@ public final class DoseUseCases: Sendable {
             outcome = try repository.submit(input, now: now, timeZone: clock.timeZone)
         } catch let error as StoreError {
             // A storage failure is already one sentence ("cannot write …: the disk is full; … nothing was recorded").
-            throw UseCaseError(error.description)
+            throw UseCaseError.unavailable(error.description)
         }
         switch outcome {
         case .recorded(let event, let confirmation, let status):

@@ -56,7 +56,7 @@ public struct SettingsUseCases: Sendable {
         } catch let error as UserSettings.Invalid {
             throw UseCaseError(error.description)
         } catch {
-            throw UseCaseError("could not save settings: \(error)")
+            throw UseCaseError.unavailable("could not save settings: \(error)")
         }
         events?.publish(.settingsChanged)
     }
@@ -150,7 +150,7 @@ public struct SettingsUseCases: Sendable {
                 try settings.save(night)
             }
         } catch {
-            throw UseCaseError("could not save: \(error)")
+            throw UseCaseError.unavailable("could not save: \(error)")
         }
         events?.publish(.settingsChanged)
     }
@@ -204,7 +204,7 @@ public struct SettingsUseCases: Sendable {
         case nil: break
         }
         feedback.set(event, f)
-        do { try settings.saveFeedback(feedback) } catch { throw UseCaseError("could not save: \(error)") }
+        do { try settings.saveFeedback(feedback) } catch { throw UseCaseError.unavailable("could not save: \(error)") }
         events?.publish(.settingsChanged)
         if event == .alarm, alarmRinging?() == true { return true }
         return history?.reminderPending(for: event) ?? false
