@@ -404,11 +404,8 @@ public final class WebDashboard: Sendable {
             hours = (kept.bed, kept.wake)
         } else {
             let settings = (try? SettingsRepository(database: doses.repository.database).load()) ?? .defaults
-            func minutes(_ text: String) -> Int? {
-                let parts = text.split(separator: ":")
-                guard parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]) else { return nil }
-                return h * 60 + m
-            }
+            // Core's TimeOfDay reads the stored answers, as every other part does (an unreadable one: no night).
+            func minutes(_ text: String) -> Int? { (try? TimeOfDay(parsing: text)).map { $0.hour * 60 + $0.minute } }
             hours = (minutes(settings.bedtime) ?? -1, minutes(settings.wakeTime) ?? -1)
             if let generation { nightHours.withLock { $0 = (generation, hours.bed, hours.wake) } }
         }
