@@ -180,13 +180,7 @@ public final class AlarmRinger: Sendable {
         body += ring.startedAt == nil ? " — this machine was off or asleep at \(Self.hourMinute(ring.dueAt, in: timeZone))."
             : " — nobody answered for 10 minutes."
         logger.warning("\(title)", metadata: ["alarm": "\(ring.alarmID)", "due": "\(ring.dueAt)", "why": "\(ring.endedBy?.rawValue ?? "?")"])
-        guard let desktop = devices.desktop, ((try? settings.load()) ?? .defaults).notificationsEnabled else { return }
-        do {
-            _ = try await desktop.notify(title: title, body: body, urgency: .critical, soundName: nil, suppressSound: true,
-                                         actions: [], category: "x-dosetap.alarm")
-        } catch {
-            logger.warning("desktop notification failed; the log has it", metadata: ["error": "\(error)"])
-        }
+        await announce(title: title, body: body)
     }
 
     /// A critical notification that stays (and the log): "All backups tried for …".
