@@ -8,6 +8,31 @@ struct HouseholdStatusTests {
         try JSONDecoder().decode(HouseholdStatus.self, from: Data(json.utf8)).lines(timeZone: TimeZone(identifier: "UTC")!)
     }
 
+    /// #26: the agent built the file from loose JSON and the command line decoded a separate type; now one type.
+    @Test("what the agent writes is what the command line reads: every shape of broker round-trips through the one type")
+    func roundTrip() throws {
+        let peers = [HouseholdStatus.Peer(device: "jen-laptop", online: false, lastHeartbeat: nil),
+                     HouseholdStatus.Peer(device: "kitchen", online: true, lastHeartbeat: "2026-11-24T04:59:00Z")]
+        let cascade = HouseholdStatus.Cascade(owner: "jen-laptop", alarm: 1, label: "Wake", time: "05:00", occurrence: "2026-11-24T05:00:00Z",
+                                              next: nil, fired: [.init(target: "push:https://ntfy.sh/x", at: "2026-11-24T05:02:00Z", done: nil)])
+        let brokers = [
+            HouseholdStatus.Broker(configured: false),
+            HouseholdStatus.Broker(configured: true, url: "mqtts://pi:8883", connected: false, off: "mqtt.password_file: unreadable"),
+            HouseholdStatus.Broker(configured: true, url: "mqtts://pi:8883", connected: true, since: "2026-11-24T05:01:00Z", anonymous: false),
+            HouseholdStatus.Broker(configured: true, url: "mqtt://127.0.0.1:1883", connected: false, since: nil, anonymous: true),
+        ]
+        for broker in brokers {
+            let written = HouseholdStatus(pid: 42, device: "bedroom-pi", household: nil, topic: "dosetap/home", broker: broker,
+                                          peers: peers, cascades: [cascade])
+            let read = try JSONDecoder().decode(HouseholdStatus.self, from: Data(written.json.text.utf8))
+            #expect(read == written)
+        }
+        // Unknown values are written as null, not left out (scripts read the keys).
+        let text = HouseholdStatus(pid: 1, device: "d", household: nil, topic: "t", broker: brokers[3], peers: peers, cascades: [cascade]).json.text
+        #expect(text.contains(#""household":null"#) && text.contains(#""since":null"#) && text.contains(#""lastHeartbeat":null"#)
+                && text.contains(#""next":null"#) && text.contains(#""done":null"#), "\(text)")
+    }
+
     @Test("a connected broker, peers with their heartbeat, a cascade with its slots; device text escaped")
     func connected() throws {
         let out = try lines("""

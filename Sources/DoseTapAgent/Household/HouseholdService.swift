@@ -737,37 +737,35 @@ public final class HouseholdService: Service, RingingAlarmControl, Sendable, Cus
         guard let statusFile else { return }
         let utc = TimeZone(identifier: "UTC")!
         let s = state.withLock { $0 }
-        var broker: [(String, JSON)] = [("configured", .bool(link != nil || refused != nil))]
+        var broker = HouseholdStatus.Broker(configured: link != nil || refused != nil)
         if let refused {
-            broker += [("url", .string(refused.url)), ("connected", .bool(false)), ("off", .string(refused.reason))]
+            broker.url = refused.url
+            broker.connected = false
+            broker.off = refused.reason
         }
         if let link {
-            broker += [("url", .string(link.url)), ("anonymous", .bool(link.anonymous)), ("connected", .bool(s.connected)),
-                       ("since", s.connectedSince.map { .string($0.rfc3339(in: utc)) } ?? .null)]
+            broker.url = link.url
+            broker.anonymous = link.anonymous
+            broker.connected = s.connected
+            broker.since = s.connectedSince?.rfc3339(in: utc)
         }
-        let peers: [JSON] = s.peers.sorted { $0.key < $1.key }.map { name, peer in
-            .object([("device", .string(name)), ("online", .bool(peer.online)),
-                     ("lastHeartbeat", peer.heartbeat.map { .string($0.rfc3339(in: utc)) } ?? .null)])
+        let peers = s.peers.sorted { $0.key < $1.key }.map { name, peer in
+            HouseholdStatus.Peer(device: name, online: peer.online, lastHeartbeat: peer.heartbeat?.rfc3339(in: utc))
         }
-        var cascades: [JSON] = []
+        var cascades: [HouseholdStatus.Cascade] = []
         for occurrence in view.occurrences where occurrence.key.date <= now {
             let progress = HouseholdCascade.progress(of: occurrence, answers: view.answers, now: now)
             guard !progress.finished else { continue }
-            let fired: [JSON] = progress.slots.filter { $0.key.target >= 0 }.map { slot in
-                .object([("target", .string(occurrence.targets[slot.key.target].description)), ("at", .string(slot.key.date.rfc3339(in: utc))),
-                         ("done", view.done[slot.key].map { .string($0.rawValue) } ?? .null)])
+            let fired = progress.slots.filter { $0.key.target >= 0 }.map { slot in
+                HouseholdStatus.Slot(target: occurrence.targets[slot.key.target].description, at: slot.key.date.rfc3339(in: utc),
+                                     done: view.done[slot.key]?.rawValue)
             }
-            cascades.append(.object([
-                ("owner", .string(occurrence.key.owner)), ("alarm", .int(occurrence.key.alarmID)), ("label", .string(occurrence.label)),
-                ("time", .string(occurrence.time)), ("occurrence", .string(occurrence.key.date.rfc3339(in: utc))),
-                ("next", progress.nextAt.map { .string($0.rfc3339(in: utc)) } ?? .null), ("fired", .array(fired)),
-            ]))
+            cascades.append(HouseholdStatus.Cascade(
+                owner: occurrence.key.owner, alarm: occurrence.key.alarmID, label: occurrence.label, time: occurrence.time,
+                occurrence: occurrence.key.date.rfc3339(in: utc), next: progress.nextAt?.rfc3339(in: utc), fired: fired))
         }
-        let json = JSON.object([
-            ("pid", .int(Int(getpid()))), ("device", .string(identity.device)), ("household", identity.name.map { .string($0) } ?? .null),
-            ("topic", .string("dosetap/\(identity.topic)")), ("broker", .object(broker)), ("peers", .array(peers)),
-            ("cascades", .array(cascades)),
-        ])
+        let json = HouseholdStatus(pid: Int(getpid()), device: identity.device, household: identity.name, topic: "dosetap/\(identity.topic)",
+                                   broker: broker, peers: peers, cascades: cascades).json
         let bytes = Array((json.text + "\n").utf8)
         let changed = state.withLock { st -> Bool in
             guard st.status != bytes else { return false }

@@ -2,7 +2,8 @@ import DoseTapCore
 import Foundation
 
 /// `dosetap household status` (#12): what the running agent records in `household-status.json` (the broker,
-/// the peers with their last heartbeat, the cascades under way), read while the agent holds the file.
+/// the peers with their last heartbeat, the cascades under way), read while the agent holds the file. The
+/// agent writes this type (`json`) and the command line decodes it: one type for both sides (#26).
 public struct HouseholdStatus: Sendable, Equatable, Decodable {
     public static let fileName = "household-status.json"
 
@@ -15,6 +16,16 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         public var off: String?
         /// No user name: anyone who reaches the broker may read and publish.
         public var anonymous: Bool?
+
+        public init(configured: Bool, url: String? = nil, connected: Bool? = nil, since: String? = nil, off: String? = nil,
+                    anonymous: Bool? = nil) {
+            self.configured = configured
+            self.url = url
+            self.connected = connected
+            self.since = since
+            self.off = off
+            self.anonymous = anonymous
+        }
 
         /// What docs/household.md's safe configuration would change: one line each.
         public var warnings: [String] {
@@ -41,12 +52,24 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         public var device: String
         public var online: Bool
         public var lastHeartbeat: String?
+
+        public init(device: String, online: Bool, lastHeartbeat: String?) {
+            self.device = device
+            self.online = online
+            self.lastHeartbeat = lastHeartbeat
+        }
     }
 
     public struct Slot: Sendable, Equatable, Decodable {
         public var target: String
         public var at: String
         public var done: String?
+
+        public init(target: String, at: String, done: String?) {
+            self.target = target
+            self.at = at
+            self.done = done
+        }
     }
 
     public struct Cascade: Sendable, Equatable, Decodable {
@@ -57,14 +80,58 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         public var occurrence: String
         public var next: String?
         public var fired: [Slot]
+
+        public init(owner: String, alarm: Int, label: String, time: String, occurrence: String, next: String?, fired: [Slot]) {
+            self.owner = owner
+            self.alarm = alarm
+            self.label = label
+            self.time = time
+            self.occurrence = occurrence
+            self.next = next
+            self.fired = fired
+        }
     }
 
+    /// The agent that wrote it.
+    public var pid: Int?
     public var device: String
     public var household: String?
     public var topic: String
     public var broker: Broker
     public var peers: [Peer]
     public var cascades: [Cascade]
+
+    public init(pid: Int?, device: String, household: String?, topic: String, broker: Broker, peers: [Peer], cascades: [Cascade]) {
+        self.pid = pid
+        self.device = device
+        self.household = household
+        self.topic = topic
+        self.broker = broker
+        self.peers = peers
+        self.cascades = cascades
+    }
+
+    /// The file's text: every key present (null when unknown), in this order.
+    public var json: JSON {
+        func text(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
+        var brokerFields: [(String, JSON)] = [("configured", .bool(broker.configured))]
+        if let url = broker.url { brokerFields.append(("url", .string(url))) }
+        if let anonymous = broker.anonymous { brokerFields.append(("anonymous", .bool(anonymous))) }
+        if let connected = broker.connected { brokerFields.append(("connected", .bool(connected))) }
+        if broker.connected != nil, broker.off == nil { brokerFields.append(("since", text(broker.since))) }
+        if let off = broker.off { brokerFields.append(("off", .string(off))) }
+        return .object([
+            ("pid", pid.map { .int($0) } ?? .null), ("device", .string(device)), ("household", text(household)),
+            ("topic", .string(topic)), ("broker", .object(brokerFields)),
+            ("peers", .array(peers.map { .object([("device", .string($0.device)), ("online", .bool($0.online)),
+                                                  ("lastHeartbeat", text($0.lastHeartbeat))]) })),
+            ("cascades", .array(cascades.map { c in
+                .object([("owner", .string(c.owner)), ("alarm", .int(c.alarm)), ("label", .string(c.label)), ("time", .string(c.time)),
+                         ("occurrence", .string(c.occurrence)), ("next", text(c.next)),
+                         ("fired", .array(c.fired.map { .object([("target", .string($0.target)), ("at", .string($0.at)), ("done", text($0.done))]) }))])
+            })),
+        ])
+    }
 
     /// The running agent's record; nil when no agent runs (or the record cannot be read).
     public static func read(dataDirectory: URL) -> (status: HouseholdStatus, raw: Data)? {
