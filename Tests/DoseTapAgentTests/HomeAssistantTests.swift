@@ -343,15 +343,21 @@ struct HomeAssistantTests {
         }
     }
 
+    /// An agent exposing Stop and Snooze, started, and an observer of its states that has seen them published.
+    func alarmStation(_ broker: PrivateBroker.Broker, _ clock: FakeClock) async throws -> (Station, BrokerObserver) {
+        let agent = try Station(port: broker.port, clock: clock, buttons: [.stop, .snooze])
+        agent.start()
+        let observer = try await BrokerObserver(port: broker.port, name: "obs", subscriptions: ["\(Self.base)/#"], clock: clock)
+        try await until("the states") { observer.last("\(Self.base)/alarm_ringing") == "OFF" }
+        return (agent, observer)
+    }
+
     @Test("Stop and Snooze answer a ringing alarm by mqtt; Stop with none ringing is refused; the ringing state follows")
     func stopAndSnoozeAlarm() async throws {
         try await PrivateBroker.run { broker in
             let clock = FakeClock(Self.t, timeZone: Self.utc)
-            let agent = try Station(port: broker.port, clock: clock, buttons: [.stop, .snooze])
-            agent.start()
+            let (agent, observer) = try await alarmStation(broker, clock)
             defer { agent.stop() }
-            let observer = try await BrokerObserver(port: broker.port, name: "obs", subscriptions: ["\(Self.base)/#"], clock: clock)
-            try await until("the states") { observer.last("\(Self.base)/alarm_ringing") == "OFF" }
             agent.alarms.ringing.withLock { $0 = true }
             agent.service.poke()
             try await until("ringing ON") { observer.last("\(Self.base)/alarm_ringing") == "ON" }
@@ -379,11 +385,8 @@ struct HomeAssistantTests {
     func pressDeliveredOnce() async throws {
         try await PrivateBroker.run { broker in
             let clock = FakeClock(Self.t, timeZone: Self.utc)
-            let agent = try Station(port: broker.port, clock: clock, buttons: [.stop, .snooze])
-            agent.start()
+            let (agent, observer) = try await alarmStation(broker, clock)
             defer { agent.stop() }
-            let observer = try await BrokerObserver(port: broker.port, name: "obs", subscriptions: ["\(Self.base)/#"], clock: clock)
-            try await until("the states") { observer.last("\(Self.base)/alarm_ringing") == "OFF" }
             try await until("the household to follow its topics") { agent.household.peers["jen-laptop"] == true }
             agent.alarms.ringing.withLock { $0 = true }
             try observer.press("\(Self.base)/command/snooze", Array("PRESS".utf8))
@@ -400,11 +403,8 @@ struct HomeAssistantTests {
     func retainedPressWhileConnected() async throws {
         try await PrivateBroker.run { broker in
             let clock = FakeClock(Self.t, timeZone: Self.utc)
-            let agent = try Station(port: broker.port, clock: clock, buttons: [.stop, .snooze])
-            agent.start()
+            let (agent, observer) = try await alarmStation(broker, clock)
             defer { agent.stop() }
-            let observer = try await BrokerObserver(port: broker.port, name: "obs", subscriptions: ["\(Self.base)/#"], clock: clock)
-            try await until("the states") { observer.last("\(Self.base)/alarm_ringing") == "OFF" }
             agent.alarms.ringing.withLock { $0 = true }
             // Retained, to a connected agent: the broker delivers it live (MQTT 3.1.1 clears the flag then).
             try observer.press("\(Self.base)/command/stop", Array("PRESS".utf8), retain: true)
