@@ -2,7 +2,7 @@ internal import GRDB
 
 /// One schema change: a file of its own, named for its version, registered once in `Migrations.all`.
 /// Applied migrations are never edited; a change is a new one.
-protocol StoreMigration {
+protocol StoreMigration: Sendable {
     /// The name GRDB records in `grdb_migrations` (never renamed).
     static var identifier: String { get }
     static func migrate(_ db: Database) throws
@@ -10,15 +10,17 @@ protocol StoreMigration {
 
 /// Every schema change, oldest first.
 enum Migrations {
-    static let all: [any StoreMigration.Type] = [
-        V1BatterySamples.self, V2DoseLog.self, V3Buttons.self, V4AppendOnlyReplace.self, V5Alarms.self,
-        V6AlarmRings.self, V7UsageAlerts.self, V8AlarmBackups.self, V9Household.self, V10HouseholdHeld.self,
-    ]
+    static var all: [any StoreMigration.Type] {
+        [
+            V1BatterySamples.self, V2DoseLog.self, V3Buttons.self, V4AppendOnlyReplace.self, V5Alarms.self,
+            V6AlarmRings.self, V7UsageAlerts.self, V8AlarmBackups.self, V9Household.self, V10HouseholdHeld.self,
+        ]
+    }
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         for migration in all {
-            migrator.registerMigration(migration.identifier, migrate: migration.migrate)
+            migrator.registerMigration(migration.identifier) { db in try migration.migrate(db) }
         }
         return migrator
     }
