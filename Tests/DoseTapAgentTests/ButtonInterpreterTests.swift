@@ -71,7 +71,11 @@ struct ButtonInterpreterTests {
         // The first cause was forgotten long ago: logged again.
         _ = i.interpret(advert([0x40, unknown[0], 0x01], at: 301))
         #expect(rejected() == unknown.count + 1)
-        // Holds: one per added button and index, pruned as they end.
+        // A hold is followed while its button is added, and forgotten with the button.
+        #expect(i.remembered.holds == 0)
+        #expect(i.interpret(advert([0x40, 0x00, 0x50, 0x3A, 0x80], at: 302)).intents.map(\.gesture) == [.hold])
+        #expect(i.remembered.holds == 1)
+        i.replace([])
         #expect(i.remembered.holds == 0)
     }
 
