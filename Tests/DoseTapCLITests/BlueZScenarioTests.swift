@@ -315,7 +315,7 @@ struct ButtonScanAndTestCLITests {
     func run(_ cli: CLI, _ args: [String], bus: String, untilExit: Bool = false,
              during: @escaping @Sendable () async throws -> Void) async throws -> CLI.Result {
         let hid = Fixtures.root.appendingPathComponent("hid")
-        let events = try restamped(hid.appendingPathComponent("single.events"), startingAt: Date().addingTimeInterval(1.5), in: cli.home)
+        let events = try restamped(hid.appendingPathComponent("single.events"), startingAt: Date().addingTimeInterval(Self.pressLead), in: cli.home)
         let argv = ["-d", hid.appendingPathComponent("ab-shutter3.umockdev").path,
                     "-e", "/dev/input/event5=" + events.path, "--", CLI.binary] + args
         let injector = Task { try await during() }
@@ -327,6 +327,15 @@ struct ButtonScanAndTestCLITests {
         try await injector.value
         return CLI.Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
     }
+
+    /// How far after the test's own clock reading the replayed press is stamped. umockdev starts the replay
+    /// when the command opens the node, which under a loaded run is seconds after this reading; a key down
+    /// stamped more than a second before it is read, with its up not yet written, is rightly a hold (a real
+    /// kernel stamps at the press: a down read a second late with no up queued was held). With the stamp
+    /// ahead of the open, the down is read "early" and the up 112 ms after it, as on a real remote: a single.
+    /// Seen in a CI run at 1.5 s: "shutter: hold → undo". The single is certain 0.6 s after the stamp, well
+    /// inside `button test --seconds 7`.
+    static let pressLead: TimeInterval = 4
 
     /// The recorded press with its kernel timestamps moved to now: umockdev replays the recorded ones, and a
     /// key down stamped a year ago has been held for a year by the time it is read.
@@ -440,9 +449,10 @@ struct ButtonScanAndTestCLITests {
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
             let mock = try DBusConnection(bus: .address(bus.address))
             try await populate(mock)
-            // One press (packet 7), its advert repeated every half second from 0.5 s (the HID press comes at 1.5 s).
+            // One press (packet 7), its advert repeated every half second from 0.5 s (the HID press is stamped
+            // `pressLead` ahead: it is certain at 4.6 s).
             let r = try await Self.advertising(bus: bus.address, address: Self.shelly, packet: 7) {
-                try await run(cli, ["button", "test", "--seconds", "4"], bus: bus.address) {}
+                try await run(cli, ["button", "test", "--seconds", "7"], bus: bus.address) {}
             }
             #expect(r.exitCode == 0, "\(r.err)")
             #expect(r.out.contains("bedside: single → take (not acted on)"), "\(r.out)\n\(r.err)")
