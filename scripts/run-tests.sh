@@ -51,7 +51,33 @@ cleanup() {
   done
 }
 cleanup
-trap cleanup EXIT
+
+# Each `swift test` step's failures ("✘ … recorded an issue", with the expectation's words that follow) are
+# repeated at the very end of the run: a CI log is read from its tail, where the summary line alone says
+# only how many issues there were.
+failures=$(mktemp)
+report() {
+  if [[ -s $failures ]]; then
+    echo
+    echo "run-tests: the failures of this run, repeated:"
+    head -n 200 "$failures"
+  fi
+  rm -f "$failures"
+}
+trap 'cleanup; report' EXIT
+swift_test() {
+  local log status=0
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log" || status=$?
+  if [[ $status -ne 0 ]]; then
+    awk '/^✘ Test .*recorded an issue/ { print; n = 15; next }
+         n > 0 && /^(◇|✔|✘|↳ \/\/\/|[0-9]{4}-[0-9]{2}-[0-9]{2}T)/ { n = 0 }
+         n > 0 { print; n-- }' "$log" >> "$failures"
+    grep -E "^✘ Test run with" "$log" >> "$failures" || echo "(exit $status, no test summary)" >> "$failures"
+  fi
+  rm -f "$log"
+  return "$status"
+}
 
 # The reference BTHome parser (bthome-ble from PyPI, pinned) for the differential tests.
 scripts/bthome-reference.sh >/dev/null
@@ -89,24 +115,24 @@ if [[ -n ${DOSETAP_SANITIZER:-} ]]; then
   export DOSETAP_BIN_FAKETIME="$PWD/.build/debug/dosetap"
 fi
 if [[ $# -gt 0 ]]; then
-  umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" "$@"
+  swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" "$@"
   exit
 fi
 # The tests that build umockdev testbeds in-process run in their own process under umockdev-wrapper
 # (libumockdev-preload redirects /sys, /dev and udev netlink for the whole process, so nothing else may
 # run beside them); every other test runs in a second process without the preload. The end-to-end
 # tests start `umockdev-run` themselves.
-umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
+swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
 # The sleep guard writing a umockdev RTC's wakealarm (DoseTapAgentTests): its own testbed, its own process.
-umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
-swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests --skip highDescriptor
+swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
+swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests --skip highDescriptor
 # The MQTT client from a socket numbered above 1024: the test takes every free descriptor below 1100 for a
 # moment, so it runs alone (beside it, every test that opened a descriptor then got a number above 1024,
 # and Foundation's select()-based helpers corrupt memory there; full runs with it inside hung).
-swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter highDescriptor
+swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter highDescriptor
 # 100,000 strangers' BLE addresses into a running agent (#25): minutes of two busy processes (the scripted
 # bluetoothd and the agent), alone, so the timing of the tests above is not theirs to bear.
-swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter StrangerFloodTests
+swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter StrangerFloodTests
 [[ -z ${DOSETAP_SANITIZER:-} ]] || exit 0
 
 # The web dashboard in headless Chromium (Selenium, axe-core): pairing, Tonight, live updates, keyboard.
