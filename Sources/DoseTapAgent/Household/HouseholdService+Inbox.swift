@@ -1,0 +1,135 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// What arrives from the broker: parsed, judged by `HouseholdInbox`'s rules, kept or dropped with one log line per cause.
+extension HouseholdService {
+    // MARK: Messages from the broker
+
+    func receive(_ message: MQTTMessage) {
+        // Home Assistant's topics (this agent's are tapped before they get here; other devices' pass by).
+        if message.topic.hasPrefix(HouseholdTopic.homeAssistantRoot(household: identity.topic)) { return }
+        let parsed: HouseholdMessage
+        do {
+            parsed = try HouseholdMessage.parse(topic: message.topic, payload: message.payload, household: identity.topic)
+        } catch {
+            let kind = message.topic.split(separator: "/").dropFirst(2).first.map(String.init) ?? "?"
+            logOnce("bad|\(error.description)|\(kind)", "dropped a household message: \(error.description)",
+                    metadata: ["topic": "\(DisplayText.escaped(message.topic, maxLength: 120))"])
+            return
+        }
+        handle(parsed, receivedAt: clock.now())
+    }
+
+    private func handle(_ message: HouseholdMessage, receivedAt: Date) {
+        let now = clock.now()
+        switch message {
+        case .peer(let device, let presence):
+            let changed = state.withLock { s -> Bool in
+                // Our own last will from an earlier run (or a broker that lost us): say we are here.
+                if device == identity.device, !presence.isOnline, s.connected { s.nextHeartbeat = nil }
+                return s.peers.heard(device, presence, at: now)
+            }
+            if changed { poke() }
+        case .plan(let owner, let alarmID, let plan):
+            if owner == identity.device {
+                // What the broker holds in our name: the tick corrects it when it is not what we plan now.
+                state.withLock { s in
+                    if s.published[alarmID] == nil { s.republish = true }
+                }
+                poke()
+                return
+            }
+            do {
+                if try repository.applyPlan(owner: owner, alarmID: alarmID, plan, now: now) {
+                    logger.info("household plan", metadata: [
+                        "owner": "\(owner)", "alarm": "\(alarmID)", "occurrences": "\(plan?.occurrences.count ?? 0)",
+                        "targets": "\(plan?.targets.map(\.description).joined(separator: ",") ?? "withdrawn")",
+                    ])
+                }
+            } catch {
+                logger.error("cannot keep a household plan", metadata: ["error": "\(error)"])
+            }
+            retryPending()
+            poke()
+        case .answer(let answer):
+            guard let occurrence = known(answer.key) else {
+                keep(message, receivedAt: receivedAt, reason: "an unknown occurrence")
+                return
+            }
+            // Only the owner or a device target answers, and only once its alarm rang: an answer heard (or dated)
+            // before that ring, or dated ahead of when it was heard, is forged.
+            switch HouseholdInbox.judge(answer, of: occurrence, receivedAt: receivedAt) {
+            case .accepted:
+                break
+            case .notAnAnswerer:
+                logOnce("answerer|\(answer.by)", "dropped a household answer from a device that does not ring this alarm",
+                        metadata: ["from": "\(answer.by)", "owner": "\(answer.key.owner)"])
+                return
+            case .beforeTheRing:
+                logOnce("early|\(answer.by)", "dropped a household answer that came before the ring it answers",
+                        metadata: ["from": "\(answer.by)", "occurrence": "\(answer.key)"])
+                return
+            case .unknownTarget:
+                logOnce("target|\(answer.by)", "dropped a snooze naming a backup the plan does not have", metadata: ["from": "\(answer.by)"])
+                return
+            }
+            do {
+                if try repository.record(answer) {
+                    logger.notice("household \(answer.kind.rawValue)", metadata: [
+                        "occurrence": "\(answer.key)", "by": "\(answer.by)", "target": "\(answer.target.map(String.init) ?? "primary")",
+                    ])
+                    if answer.kind == .stop, answer.key.owner == identity.device, stopPrimary(answer.key.alarmID) {
+                        logger.notice("alarm stopped by the household", metadata: ["alarm": "\(answer.key.alarmID)", "by": "\(answer.by)"])
+                    }
+                    poke()
+                }
+            } catch {
+                logger.error("cannot keep a household answer", metadata: ["error": "\(error)"])
+            }
+        case .claim(let slot, let claim):
+            guard let occurrence = known(slot.occurrence), member(claim.by, of: occurrence) else {
+                keep(message, receivedAt: receivedAt, reason: known(slot.occurrence) == nil ? "an unknown occurrence" : "a device not in the household")
+                return
+            }
+            state.withLock { $0.claims[slot] = claim }
+            poke()
+        }
+    }
+
+    private func known(_ key: OccurrenceKey) -> KnownOccurrence? {
+        (try? repository.occurrences())?.first { $0.key == key }
+    }
+
+    private func member(_ device: String, of occurrence: KnownOccurrence) -> Bool {
+        state.withLock { HouseholdInbox.isMember(device, of: occurrence, peers: $0.peers) }
+    }
+
+    private func keep(_ message: HouseholdMessage, receivedAt: Date, reason: String) {
+        state.withLock { $0.pending.keep(message, receivedAt: receivedAt, reason: reason) }
+    }
+
+    /// Handles again what waited for a plan or a peer.
+    func retryPending() {
+        let now = clock.now()
+        let (waiting, expired) = state.withLock { $0.pending.takeAll(at: now) }
+        for item in expired {
+            logOnce("pending|\(item.reason)|\(sender(item.message))", "dropped a household message naming \(item.reason)",
+                    metadata: ["from": "\(sender(item.message))"])
+        }
+        for item in waiting { handle(item.message, receivedAt: item.receivedAt) }
+    }
+
+    private func sender(_ message: HouseholdMessage) -> String {
+        switch message {
+        case .answer(let answer): answer.by
+        case .claim(_, let claim): claim.by
+        case .peer(let device, _): device
+        case .plan(let owner, _, _): owner
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// This agent as an owner: its plans published (and withdrawn), its answers told, its heartbeat.
+extension HouseholdService {
+    // MARK: This machine's own alarm
+
+    /// Our alarm was stopped or snoozed here: the household hears it (a Stop resolves the cascade; a Snooze
+    /// of the primary pauses it nine minutes).
+    func primaryEnded(_ ring: AlarmRing) {
+        guard ring.outcome == .stopped || ring.outcome == .snoozed, ring.endedBy != .household else { return }
+        guard let occurrences = try? repository.occurrences() else { return }
+        let due = Int64(ring.dueAt.timeIntervalSince1970.rounded(.down))
+        guard let occurrence = occurrences.filter({
+            $0.key.owner == identity.device && $0.key.alarmID == ring.alarmID && $0.key.at <= due && due - $0.key.at < 86_400
+        }).max(by: { $0.key.at < $1.key.at }) else { return }
+        let at = Int64((ring.endedAt ?? clock.now()).timeIntervalSince1970.rounded(.down))
+        let answer = CascadeAnswer(key: occurrence.key, kind: ring.outcome == .stopped ? .stop : .snooze, target: nil,
+                                   at: max(at, occurrence.key.at), by: identity.device)
+        tell(answer)
+        poke()
+    }
+
+    func tell(_ answer: CascadeAnswer) {
+        do { try repository.record(answer) } catch {
+            logger.error("cannot keep a household answer", metadata: ["error": "\(error)"])
+        }
+        publish(.answer(answer.key, kind: answer.kind, by: answer.by),
+                HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)), retain: true)
+    }
+
+
+    /// The plan of each of our alarms with backups: published when it changed, after a reconnection, and as
+    /// the days roll; withdrawn (an empty retained message) when the alarm or its backups went off.
+    func publishPlans(now: Date) {
+        let alarms: [Alarm]
+        do { alarms = try AlarmRepository(database: database).all() } catch {
+            logger.error("cannot read the alarms for the household plan", metadata: ["error": "\(error)"])
+            return
+        }
+        let backups = AlarmBackupRepository(database: database)
+        let latestRings = (try? AlarmRingRepository(database: database).latestByAlarm()) ?? [:]
+        let inputs = alarms.map { alarm in
+            let stored = try? backups.backups(alarmID: alarm.id)
+            return HouseholdPlanner.Input(alarm: alarm, targets: stored?.enabled == true ? stored?.targets ?? [] : [],
+                                          latestRing: latestRings[alarm.id]?.outcome)
+        }
+        // Published without the secrets of a push URL (`PlanMessage`); kept here with them.
+        let plans = HouseholdPlanner.plans(inputs, now: now, timeZone: clock.timeZone)
+        let (published, republish) = state.withLock { s in (s.published, s.republish) }
+        let ids = Set(plans.keys).union(published.keys)
+        for id in ids.sorted() {
+            let plan = plans[id]?.message
+            let before = published[id] ?? nil
+            guard republish || plan != before || published[id] == nil else { continue }
+            do {
+                try repository.applyPlan(owner: identity.device, alarmID: id, plans[id]?.known, now: now)
+            } catch {
+                logger.error("cannot keep our household plan", metadata: ["error": "\(error)"])
+            }
+            publish(.plan(owner: identity.device, alarmID: id), plan.map { HouseholdMessage.encode($0) } ?? [], retain: true)
+            if plan != before { logger.info(plan == nil ? "household plan withdrawn" : "household plan published", metadata: ["alarm": "\(id)"]) }
+            state.withLock { $0.published[id] = .some(plan) }
+        }
+        let connected = state.withLock { $0.connected }
+        if republish, connected {
+            // After a (re)connection: what we said before may be lost with a broker that restarted empty.
+            republishOwn(now: now)
+            state.withLock {
+                $0.republish = false
+                $0.nextHeartbeat = nil
+            }
+        }
+    }
+
+    /// Our answers and claims of occurrences still under way, again (retained: the broker may have lost them).
+    private func republishOwn(now: Date) {
+        guard let answers = try? repository.answers() else { return }
+        for answer in answers where answer.by == identity.device && now.timeIntervalSince(answer.key.date) < 86_400 {
+            publish(.answer(answer.key, kind: answer.kind, by: answer.by),
+                    HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)), retain: true)
+        }
+        for (slot, claim) in state.withLock({ $0.claims }) where claim.by == identity.device {
+            publish(.claim(slot), HouseholdMessage.encode(ClaimMessage(by: claim.by, at: claim.at, state: claim.state)), retain: true)
+        }
+    }
+
+    func heartbeat(now: Date, wake: inout [Date]) {
+        guard link != nil else { return }
+        let due = state.withLock { s -> Bool in
+            guard s.connected else { return false }
+            if let next = s.nextHeartbeat, now < next { return false }
+            s.nextHeartbeat = now.addingTimeInterval(Self.heartbeat)
+            return true
+        }
+        if due {
+            publish(.peer(device: identity.device), HouseholdMessage.encode(PeerMessage(online: Int64(now.timeIntervalSince1970))), retain: true)
+        }
+        if let next = state.withLock({ $0.connected ? $0.nextHeartbeat : nil }) { wake.append(next) }
+    }
+}

@@ -1,0 +1,105 @@
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// A backup alarm ringing here: started, followed, answered (Stop, Snooze) and ended.
+extension HouseholdService {
+    // MARK: RingingAlarmControl (a backup alarm ringing here)
+
+    public var isRinging: Bool { state.withLock { $0.ringing != nil } }
+
+    public func claimsButtons(at now: Date) -> Bool {
+        state.withLock { AlarmRingRules.claimsButtons(ringing: $0.ringing != nil, endedAt: $0.endedAt, now: now) }
+    }
+
+    @discardableResult
+    public func stop(by ender: AlarmRingEnder) -> Bool { answer(.stopped, by: ender) }
+
+    @discardableResult
+    public func snooze(by ender: AlarmRingEnder) -> Bool { answer(.snoozed, by: ender) }
+
+    private func answer(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> Bool {
+        do {
+            guard let ring = try repository.ringing(), try repository.endRing(id: ring.id, outcome: outcome, by: ender, at: clock.now()) != nil else {
+                return false
+            }
+            logger.notice(outcome == .snoozed ? "backup alarm snoozed" : "backup alarm stopped",
+                          metadata: ["owner": "\(ring.slot.occurrence.owner)", "alarm": "\(ring.slot.occurrence.alarmID)", "by": "\(ender.rawValue)"])
+            poke()
+            return true
+        } catch {
+            logger.error("cannot answer the backup alarm", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
+
+    // MARK: A backup alarm ringing here
+
+    func begin(_ ring: HouseholdRepository.BackupRing, round: Int) async {
+        let occurrence = ring.slot.occurrence
+        guard let time = (try? TimeOfDay(parsing: ring.time)) ?? (try? TimeOfDay(hour: 0, minute: 0)) else { return }
+        let label = (try? Alarm.validLabel(ring.label)) ?? "Alarm"
+        guard let alarm = try? Alarm(id: occurrence.alarmID, time: time, label: label) else { return }
+        // Ring ids of backup alarms are negative: a notification's buttons never mix them with our own alarms.
+        let alarmRing = AlarmRing(id: -ring.id, alarmID: occurrence.alarmID, kind: round == 0 ? .scheduled : .snooze, dueAt: ring.slot.date,
+                                  startedAt: ring.startedAt, endedAt: nil, outcome: .ringing, endedBy: nil, snoozeUntil: nil)
+        let ringing = await ringer.start(alarm, ring: alarmRing, timeZone: clock.timeZone,
+                                         heading: "Backup alarm \(ring.time) — \(occurrence.owner)",
+                                         body: "\(DisplayText.escaped(ring.label)) on \(occurrence.owner) was not stopped — press Stop, or Snooze for 9 minutes.")
+        state.withLock {
+            $0.ringing = BackupRinging(ring: ring, ringing: ringing)
+            $0.endedAt = nil
+        }
+        onRing?(ring.slot, ring.startedAt)
+        logger.warning("backup alarm ringing", metadata: [
+            "owner": "\(occurrence.owner)", "alarm": "\(occurrence.alarmID)", "occurrence": "\(occurrence.at)", "round": "\(round)",
+            "lateMs": "\(Int((ring.startedAt.timeIntervalSince(ring.slot.date) * 1000).rounded()))",
+        ])
+    }
+
+    /// Follows the backup alarm ringing here: ends it when it was answered (here or by the household) or its
+    /// ten minutes are up; resumes it after a restart. Returns when it gives up.
+    func followRing(now: Date) async throws -> Date? {
+        let repository = self.repository
+        let current = state.withLock { $0.ringing }
+        guard let row = try current.map({ try repository.ring(id: $0.ring.id) }) ?? repository.ringing() else {
+            if let current { await end(current) }
+            return nil
+        }
+        guard row.outcome == .ringing else {
+            if let current { await end(current) }
+            return nil
+        }
+        if try repository.answers().contains(where: { $0.key == row.slot.occurrence && $0.kind == .stop }) {
+            _ = try repository.endRing(id: row.id, outcome: .stopped, by: .household, at: now)
+            logger.notice("backup alarm stopped by the household", metadata: ["owner": "\(row.slot.occurrence.owner)"])
+            if let current { await end(current) }
+            return nil
+        }
+        guard now < row.givesUpAt else {
+            _ = try repository.endRing(id: row.id, outcome: .missed, by: .timeout, at: now)
+            logger.warning("backup alarm unanswered for 10 minutes", metadata: ["owner": "\(row.slot.occurrence.owner)"])
+            if let current { await end(current) }
+            return nil
+        }
+        if current == nil {
+            logger.notice("the agent restarted while a backup alarm rang: ringing again")
+            await begin(row, round: 0)
+        }
+        return row.givesUpAt
+    }
+
+    private func end(_ ringing: BackupRinging) async {
+        let now = clock.now()
+        state.withLock {
+            $0.ringing = nil
+            $0.endedAt = now
+        }
+        await ringer.finish(ringing.ringing)
+    }
+}
