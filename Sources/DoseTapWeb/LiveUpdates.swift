@@ -92,4 +92,46 @@ extension WebDashboard {
             continuation.finish()
         })
     }
+
+    /// The live part of a page other than Tonight, as its page shows it now; nil for no such page.
+    func liveFragment(_ page: String, csrf: String) -> String? {
+        switch page {
+        case "alarms":
+            guard let alarms, let (views, unusable) = try? alarms.list() else { return nil }
+            return AlarmsPage.fragment(alarms: views, unusable: unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" },
+                                       warnings: alarmWarnings(), timeZone: clock.timeZone, csrf: csrf, backups: backups(views, alarms),
+                                       ringing: ringingAlarms.withLock { $0 })
+        case "batteries":
+            guard let batteries else { return nil }
+            let now = clock.now()
+            return BatteriesPage.fragment(status: batteries.now(), samples: batteries.samples(now.addingTimeInterval(-24 * 3600)),
+                                          others: batteries.others(), now: now, timeZone: clock.timeZone)
+        case "buttons":
+            guard let buttons, let (rows, _) = try? buttons.rows() else { return nil }
+            return ButtonsPage.fragment(rows: rows, timeZone: clock.timeZone, csrf: csrf)
+        default:
+            return nil
+        }
+    }
+
+    /// What the pages remember of the event stream: the last press of each button, the alarms ringing.
+    func remember(_ event: AgentEvent) {
+        switch event {
+        case .buttonPressed(let address, let gesture): buttons?.recordPress(address: address, gesture: gesture, at: clock.now())
+        case .alarmRinging(let ring, _): ringingAlarms.withLock { _ = $0.insert(ring.alarmID) }
+        case .alarmEnded(let ring), .alarmMissed(let ring, _): ringingAlarms.withLock { _ = $0.remove(ring.alarmID) }
+        default: break
+        }
+        // After what is remembered changed: a view drawn from now on shows it.
+        views.eventSeen()
+    }
+
+    /// Remembers the event stream for the pages, from the agent's start to its stop.
+    struct Recorder: Service {
+        let dashboard: WebDashboard
+
+        func run() async throws {
+            for await event in dashboard.events.subscribe().cancelOnGracefulShutdown() { dashboard.remember(event) }
+        }
+    }
 }
