@@ -178,8 +178,8 @@ for i in 0..<runs {
     let devices = FeedbackDevices(haptics: alarmHaptics, catalog: FixedSoundCatalog([]), player: player, beep: beep, desktop: nil)
     let store = DataStore(database: db)
     let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: db), clock: clock, logger: logger)
-    let service = AlarmService(store: store, alarms: AlarmUseCases(store: store, clock: clock, battery: { nil }), ringer: ringer,
-                               clock: clock, logger: logger, events: nil, databaseChanges: nil)
+    let alarms = AlarmUseCases(store: store, clock: clock, battery: { nil })
+    let service = AlarmService(store: store, alarms: alarms, ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil)
     let task = Task { try await service.run() }
     while alarmStamps.vibrated.withLock({ $0.count }) <= i || (try? String(contentsOf: stampFile, encoding: .utf8))?.split(separator: "\n").count ?? 0 <= i {
         try await Task.sleep(for: .milliseconds(5))
@@ -187,7 +187,7 @@ for i in 0..<runs {
     }
     let started = (try String(contentsOf: stampFile, encoding: .utf8)).split(separator: "\n").last.flatMap { Double($0) } ?? .nan
     soundMs.append((started - due.timeIntervalSince1970) * 1000)
-    service.stop(by: .cli)
+    RingingAlarms(alarms: alarms, holders: [service], logger: logger).stop(by: .cli)
     task.cancel()
     _ = await task.result
     await player.stopAndWait()

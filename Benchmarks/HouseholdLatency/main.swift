@@ -44,6 +44,8 @@ try await PrivateBroker.run { broker in
             rang.continuation.yield()
         })
     let task = Task { try await service.run() }
+    let ringing = RingingAlarms(alarms: AlarmUseCases(store: DataStore(database: database), clock: SystemClock(), battery: { nil }),
+                                holders: [service], logger: logger)
     // The owner: a publisher of its own that says it is gone.
     let owner = try MQTTClient(clientID: "dosetap-bench-owner")
     try await owner.connect(host: "127.0.0.1", port: broker.port)
@@ -57,7 +59,7 @@ try await PrivateBroker.run { broker in
         try owner.publish(HouseholdTopic.plan(owner: "jen-laptop", alarmID: run).topic(household: household.topic), HouseholdMessage.encode(plan),
                           retain: true)
         _ = await iterator.next()
-        _ = service.stop(by: .cli)
+        _ = ringing.stop(by: .cli)
     }
     task.cancel()
     owner.disconnect()

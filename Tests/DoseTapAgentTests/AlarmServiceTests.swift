@@ -55,6 +55,8 @@ struct AlarmServiceTests {
         /// The command line: another process on the same folder.
         var cli: AlarmUseCases { AlarmUseCases(store: DataStore(directory: directory), clock: clock, battery: { nil }) }
         var rings: AlarmRingRepository { AlarmRingRepository(database: database) }
+        /// What the buttons and the notifications answer (the agent's `RingingAlarms`, this machine's alarms only).
+        var ringing: RingingAlarms { RingingAlarms(alarms: alarms, holders: [service], logger: Logger(label: "test")) }
     }
 
     func world(bus: PrivateBus.Bus, now: String = "06:00:00") throws -> World {
@@ -354,7 +356,7 @@ struct AlarmServiceTests {
                                             settings: settings, clock: w.clock, logger: Logger(label: "t"))
             let actions = NotificationActions(desktop: w.desktop, feedback: feedback,
                                               doses: DoseUseCases(repository: DoseRepository(database: w.database), clock: w.clock),
-                                              logger: Logger(label: "t"), ringer: w.ringer, alarms: w.service)
+                                              logger: Logger(label: "t"), ringer: w.ringer, alarms: w.ringing)
             let service = Task { try await actions.run() }
             defer { service.cancel() }
             _ = await setAndTick(w, "06:30:00")
@@ -399,7 +401,7 @@ struct AlarmServiceTests {
             let doses = DoseRepository(database: w.database)
             let pipeline = ButtonPipeline(buttons: [try ButtonConfig(address: Self.bthome, kind: .bthome, name: "bedside")],
                                           doses: DoseUseCases(repository: doses, clock: w.clock), samples: nil, events: nil,
-                                          clock: w.clock, logger: Logger(label: "t"), alarms: w.service)
+                                          clock: w.clock, logger: Logger(label: "t"), alarms: w.ringing)
             _ = await setAndTick(w, "06:30:00")
             #expect(pipeline.handle(press(1, 0x02, at: w.clock.now())).isEmpty)
             #expect(try lastEnd(w, id) == "snoozed button")

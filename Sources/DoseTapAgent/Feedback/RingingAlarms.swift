@@ -1,25 +1,72 @@
 import DoseTapCore
 import Foundation
+import Logging
 
-/// Every alarm that can ring here — this machine's own (`AlarmService`) and the household's backup alarms
-/// (`HouseholdService`) — answered as one by the buttons and the notifications.
+/// A service that may hold an alarm ringing here: this machine's own (`AlarmService`) or a backup of the
+/// household (`HouseholdService`). It says whether it rings; it is told to look again after an answer.
+public protocol AlarmRingHolder: Sendable {
+    /// True while its alarm rings, and for `AlarmRingRules.buttonGrace` after it ended.
+    func claimsButtons(at now: Date) -> Bool
+    /// Whether its alarm rings now (not counting the grace after).
+    var isRinging: Bool { get }
+    /// Look again now (its ring may have been answered).
+    func poke()
+}
+
+/// Every alarm that can ring here, answered as one by the buttons, the notifications and Home Assistant.
+/// One use case ends a ring, whatever rang it (`AlarmUseCases.stopRinging`/`snoozeRinging`, as the command
+/// line and the dashboard do); the holders then follow the stored answer.
 public struct RingingAlarms: RingingAlarmControl {
-    private let controls: [any RingingAlarmControl]
+    private let alarms: AlarmUseCases
+    private let holders: [any AlarmRingHolder]
+    private let logger: Logger
 
-    public init(_ controls: [any RingingAlarmControl]) {
-        self.controls = controls
+    public init(alarms: AlarmUseCases, holders: [any AlarmRingHolder], logger: Logger) {
+        self.alarms = alarms
+        self.holders = holders
+        self.logger = logger
     }
 
-    public func claimsButtons(at now: Date) -> Bool { controls.contains { $0.claimsButtons(at: now) } }
-    public var isRinging: Bool { controls.contains { $0.isRinging } }
+    public func claimsButtons(at now: Date) -> Bool { holders.contains { $0.claimsButtons(at: now) } }
+    public var isRinging: Bool { holders.contains { $0.isRinging } }
 
     @discardableResult
-    public func stop(by ender: AlarmRingEnder) -> Bool {
-        controls.filter(\.isRinging).map { $0.stop(by: ender) }.contains(true)
+    public func stop(by ender: AlarmRingEnder) -> Bool { end(.stopped, by: ender) }
+
+    @discardableResult
+    public func snooze(by ender: AlarmRingEnder) -> Bool { end(.snoozed, by: ender) }
+
+    /// Answers every alarm ringing now (this machine's own and a backup may ring at once): one answer each.
+    private func end(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> Bool {
+        var answered = 0
+        var problem: (any Error)?
+        for _ in 0..<max(1, holders.filter(\.isRinging).count) {
+            do {
+                log(outcome == .snoozed ? try alarms.snoozeRinging(by: ender) : try alarms.stopRinging(by: ender), outcome, by: ender)
+                answered += 1
+            } catch {
+                problem = error
+                break
+            }
+        }
+        guard answered > 0 else {
+            logger.notice("nothing to \(outcome == .snoozed ? "snooze" : "stop"): \(problem.map { "\($0)" } ?? "no alarm is ringing")",
+                          metadata: ["by": "\(ender.rawValue)"])
+            return false
+        }
+        for holder in holders { holder.poke() }
+        return true
     }
 
-    @discardableResult
-    public func snooze(by ender: AlarmRingEnder) -> Bool {
-        controls.filter(\.isRinging).map { $0.snooze(by: ender) }.contains(true)
+    private func log(_ answer: AlarmUseCases.RingAnswer, _ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) {
+        if let owner = answer.backupOf {
+            logger.notice(outcome == .snoozed ? "backup alarm snoozed" : "backup alarm stopped",
+                          metadata: ["owner": "\(owner)", "alarm": "\(answer.ring.alarmID)", "by": "\(ender.rawValue)"])
+        } else {
+            logger.notice(outcome == .snoozed ? "alarm snoozed" : "alarm stopped", metadata: [
+                "alarm": "\(answer.ring.alarmID)", "by": "\(ender.rawValue)",
+                "until": "\(answer.ring.snoozeUntil.map { "\($0)" } ?? "-")",
+            ])
+        }
     }
 }

@@ -8,35 +8,13 @@ import Synchronization
 
 /// A backup alarm ringing here: started, followed, answered (Stop, Snooze) and ended.
 extension HouseholdService {
-    // MARK: RingingAlarmControl (a backup alarm ringing here)
+    // MARK: AlarmRingHolder (a backup alarm ringing here; `RingingAlarms` answers it)
 
     public var isRinging: Bool { state.withLock { $0.ringing != nil } }
 
     public func claimsButtons(at now: Date) -> Bool {
         state.withLock { AlarmRingRules.claimsButtons(ringing: $0.ringing != nil, endedAt: $0.endedAt, now: now) }
     }
-
-    @discardableResult
-    public func stop(by ender: AlarmRingEnder) -> Bool { answer(.stopped, by: ender) }
-
-    @discardableResult
-    public func snooze(by ender: AlarmRingEnder) -> Bool { answer(.snoozed, by: ender) }
-
-    private func answer(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> Bool {
-        do {
-            guard let ring = try repository.ringing(), try repository.endRing(id: ring.id, outcome: outcome, by: ender, at: clock.now()) != nil else {
-                return false
-            }
-            logger.notice(outcome == .snoozed ? "backup alarm snoozed" : "backup alarm stopped",
-                          metadata: ["owner": "\(ring.slot.occurrence.owner)", "alarm": "\(ring.slot.occurrence.alarmID)", "by": "\(ender.rawValue)"])
-            poke()
-            return true
-        } catch {
-            logger.error("cannot answer the backup alarm", metadata: ["error": "\(error)"])
-            return false
-        }
-    }
-
 
     // MARK: A backup alarm ringing here
 

@@ -13,7 +13,7 @@ import Synchronization
 /// "All backups tried …" when the list is exhausted. Without a broker it still sends this machine's push
 /// and call targets. Everything from the broker is untrusted: it can ring a backup alarm here, never record
 /// a dose or change an alarm.
-public final class HouseholdService: Service, RingingAlarmControl, Sendable, CustomStringConvertible {
+public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomStringConvertible {
     public var description: String { "HouseholdService" }
 
     /// How often an online agent says so (the broker's last will says when it is gone).

@@ -5,7 +5,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// What a button or a notification can do to the alarm ringing now (`AlarmService`). While it rings — and
+/// What a button or a notification can do to the alarm ringing now (`RingingAlarms`). While it rings — and
 /// for `AlarmRingRules.buttonGrace` after — every added button belongs to the alarm: single press Stop,
 /// double press Snooze, anything else nothing; never a dose.
 public protocol RingingAlarmControl: Sendable {
@@ -24,7 +24,7 @@ public protocol RingingAlarmControl: Sendable {
 /// then records a miss and leaves "Missed alarm HH:MM". After a resume, a reboot or a restart, an
 /// occurrence at most ten minutes late rings at once and an older one is recorded as missed
 /// (`AlarmPlanner`). One alarm rings at a time; another due meanwhile rings after it (or is missed).
-public final class AlarmService: Service, RingingAlarmControl, Sendable, CustomStringConvertible {
+public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStringConvertible {
     public var description: String { "AlarmService" }
 
     private struct State {
@@ -69,27 +69,6 @@ public final class AlarmService: Service, RingingAlarmControl, Sendable, CustomS
 
     public func claimsButtons(at now: Date) -> Bool {
         state.withLock { AlarmRingRules.claimsButtons(ringing: $0.ringing != nil, endedAt: $0.endedAt, now: now) }
-    }
-
-    @discardableResult
-    public func stop(by ender: AlarmRingEnder) -> Bool { answer(.stopped, by: ender) }
-
-    @discardableResult
-    public func snooze(by ender: AlarmRingEnder) -> Bool { answer(.snoozed, by: ender) }
-
-    private func answer(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> Bool {
-        do {
-            let answer = outcome == .snoozed ? try alarms.snoozeRinging(by: ender) : try alarms.stopRinging(by: ender)
-            logger.notice(outcome == .snoozed ? "alarm snoozed" : "alarm stopped", metadata: [
-                "alarm": "\(answer.ring.alarmID)", "by": "\(ender.rawValue)",
-                "until": "\(answer.ring.snoozeUntil.map { "\($0)" } ?? "-")",
-            ])
-            poke()
-            return true
-        } catch {
-            logger.notice("nothing to \(outcome == .snoozed ? "snooze" : "stop"): \(error)", metadata: ["by": "\(ender.rawValue)"])
-            return false
-        }
     }
 
     public func run() async throws {

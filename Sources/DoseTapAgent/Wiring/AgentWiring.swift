@@ -91,16 +91,20 @@ final class AgentWiring: Sendable {
         let settings = configuration.current
         identity = HouseholdIdentity(name: settings.householdName, device: settings.device)
         broker = householdLink(settings.mqtt, identity: identity, logger: logger)
-        let alarms = self.alarms
+        let alarms = self.alarms, alarmUseCases = self.alarmUseCases, ringLogger = logger
         household = HouseholdService(
             identity: identity, database: database, broker: broker,
             delivery: BackupDelivery(http: AsyncHTTPOutbound(), clock: TimerFDScheduler.shared, wording: .init(household: identity.name),
                                      pushTokenFile: settings.pushTokenFile, pushServer: settings.pushServer,
                                      phone: settings.phone, logger: logger),
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
-            stopPrimary: { id in alarms.currentRing?.alarmID == id && alarms.stop(by: .household) },
+            stopPrimary: { id in
+                // This machine's own alarm, stopped by the household: the one use case that ends a ring.
+                guard alarms.currentRing?.alarmID == id else { return false }
+                return RingingAlarms(alarms: alarmUseCases, holders: [alarms], logger: ringLogger).stop(by: .household)
+            },
             statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold())
-        ringing = RingingAlarms([alarms, household])
+        ringing = RingingAlarms(alarms: alarmUseCases, holders: [alarms, household], logger: logger)
         // Usage alerts for every battery (#13): readings in, `usage-alert` out.
         let source = self.source
         usageAlerts = AlertUseCases(store: store, clock: SystemClock(), supplies: { ((try? source.snapshot()) ?? []).map(PowerSupplyReading.init(raw:)) },
