@@ -69,7 +69,7 @@ extension HouseholdServiceTests {
         try await PrivateBroker.run { broker in
             let h = try await household(broker, targets: ["device:bedroom-pi"])
             h.owner.kill()
-            try await until("the owner to be seen gone") { h.kitchen.service.peers["jen-laptop"] == false }
+            try await until("the owner to be seen gone") { h.kitchen.service.peers["jen-laptop"] == false && h.bedroom.service.peers["jen-laptop"] == false }
             let stranger = try MQTTClient(clientID: "stranger", username: nil, password: nil, will: nil)
             try await stranger.connect(host: "127.0.0.1", port: broker.port)
             let now = Int64(h.clock.now().timeIntervalSince1970)
