@@ -89,11 +89,23 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The application layer (#26): use cases, presenters and the event types. Core, Store, the config
+        // model and the keyed hash (DoseTapCrypto: computation only), and nothing of the machine: every
+        // adapter arrives through a port, injected by the agent or the CLI (`MachinePorts`).
+        .target(
+            name: "DoseTapApp",
+            dependencies: [
+                "DoseTapCore", "DoseTapStore", "DoseTapConfig", "DoseTapCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
         // Daemon wiring: services, config, lifecycle.
         .target(
             name: "DoseTapAgent",
             dependencies: [
-                "DoseTapCore", "DoseTapConfig", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP", "DoseTapVersion",
+                "DoseTapCore", "DoseTapApp", "DoseTapConfig", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP", "DoseTapVersion",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -106,7 +118,7 @@ let package = Package(
         .target(
             name: "DoseTapWeb",
             dependencies: [
-                "DoseTapCore", "DoseTapAgent", "DoseTapStore", "DoseTapLinux",
+                "DoseTapCore", "DoseTapApp", "DoseTapConfig", "DoseTapStore", "DoseTapLinux",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -123,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "dosetap",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapLinux", "DoseTapAgent", "DoseTapWeb", "DoseTapVersion", "DoseTapHTTP",
+                "DoseTapCore", "DoseTapApp", "DoseTapStore", "DoseTapLinux", "DoseTapAgent", "DoseTapWeb", "DoseTapVersion", "DoseTapHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -140,7 +152,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "feedback-latency",
-            dependencies: ["DoseTapAgent", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting", "CLinuxInput",
+            dependencies: ["DoseTapAgent", "DoseTapApp", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting", "CLinuxInput",
                            .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/FeedbackLatency",
             swiftSettings: strict
@@ -148,7 +160,7 @@ let package = Package(
 
         .executableTarget(
             name: "button-latency",
-            dependencies: ["DoseTapAgent", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting",
+            dependencies: ["DoseTapAgent", "DoseTapApp", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting",
                            .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/ButtonLatency",
             swiftSettings: strict
@@ -156,7 +168,7 @@ let package = Package(
 
         .executableTarget(
             name: "household-latency",
-            dependencies: ["DoseTapAgent", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting",
+            dependencies: ["DoseTapAgent", "DoseTapApp", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting",
                            .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/HouseholdLatency",
             swiftSettings: strict
@@ -193,13 +205,13 @@ let package = Package(
         .testTarget(
             name: "DoseTapLinuxTests",
             // DoseTapAgent: the overnight re-check's umockdev test runs the battery monitor in UdevFixtures.
-            dependencies: ["DoseTapLinux", "DoseTapTesting", "CUMockdev", "DoseTapAgent"],
+            dependencies: ["DoseTapLinux", "DoseTapTesting", "CUMockdev", "DoseTapAgent", "DoseTapApp"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "DoseTapAgentTests",
             dependencies: [
-                "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP",
+                "DoseTapAgent", "DoseTapApp", "DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCrypto", "DoseTapHTTP",
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -208,7 +220,7 @@ let package = Package(
         .testTarget(
             name: "DoseTapWebTests",
             dependencies: [
-                "DoseTapWeb", "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapCore", "DoseTapLinux",
+                "DoseTapWeb", "DoseTapApp", "DoseTapAgent", "DoseTapTesting", "DoseTapStore", "DoseTapCore", "DoseTapLinux",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
@@ -218,7 +230,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DoseTapCLITests",
-            dependencies: ["DoseTapTesting", "DoseTapStore", "DoseTapLinux",
+            dependencies: ["DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCore",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -12,6 +12,7 @@
 // double → undo, each pressing take then undo in turn, so every press commits an event and no button
 // goes over the flood guard's 60 actions a minute.
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore

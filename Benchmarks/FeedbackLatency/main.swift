@@ -15,6 +15,7 @@
 // play event is written (this machine has no force-feedback device).
 import CLinuxInput
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore

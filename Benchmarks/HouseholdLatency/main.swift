@@ -9,6 +9,7 @@
 // an owner that is offline, with an occurrence 118.5–119.5 s in the past, so its first backup slot — this
 // device — falls due about a second later; the figure is ring start − slot instant.
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore

@@ -1,4 +1,4 @@
-import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import Foundation
 import HTTPTypes
@@ -127,10 +127,12 @@ extension WebDashboard {
     }
 
     /// Remembers the event stream for the pages, from the agent's start to its stop.
-    struct Recorder: Service {
+    public struct Recorder: Service {
         let dashboard: WebDashboard
 
-        func run() async throws {
+        public init(dashboard: WebDashboard) { self.dashboard = dashboard }
+
+        public func run() async throws {
             for await event in dashboard.events.subscribe().cancelOnGracefulShutdown() { dashboard.remember(event) }
         }
     }

@@ -1,4 +1,5 @@
-import DoseTapAgent
+import DoseTapApp
+import DoseTapConfig
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
@@ -13,63 +14,20 @@ import ServiceLifecycle
 import Glibc
 #endif
 
-/// The dashboard as a face of the agent: one Hummingbird application per listener — the Unix socket
-/// `$XDG_RUNTIME_DIR/dosetap/web.sock` and every `[web] listen` address (127.0.0.1:8765 by default) —
-/// each a service of the agent's ServiceGroup.
+/// The dashboard's listeners: one HTTP server per listener — the Unix socket `$XDG_RUNTIME_DIR/dosetap/web.sock`
+/// and every `[web] listen` address (127.0.0.1:8765 by default) — each a service of the agent's ServiceGroup
+/// (the command line plugs the dashboard into the agent: `DashboardFace`).
 public enum WebFace {
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
+
+        public init(description: String) { self.description = description }
     }
 
     /// `$XDG_RUNTIME_DIR/dosetap/web.sock`, or nil without a runtime directory.
     public static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
         return runtime + "/dosetap/web.sock"
-    }
-
-    /// The face for `Agent.run(faces:)`.
-    public static let face: AgentFace = { context in
-        let secret: WebSecret
-        do {
-            secret = try WebSecret.loadOrCreate(dataDirectory: context.paths.dataDirectory)
-        } catch {
-            throw StartError(description: "web dashboard disabled: \(error)")
-        }
-        let dataDirectory = context.paths.dataDirectory
-        let samples = BatterySampleRepository(database: context.database)
-        let buttons = context.buttons.map { useCases in
-            WebButtons(useCases: useCases, levels: { (try? samples.latestLevels()) ?? [:] })
-        }
-        let dashboard = WebDashboard(doses: context.doses, events: context.events, clock: context.clock, secret: secret,
-                                     logger: context.logger, databaseChanges: context.databaseChanges, alarms: context.alarms,
-                                     alarmWarnings: { AlarmWarnings.lines(dataDirectory: dataDirectory) },
-                                     batteries: batteries(context),
-                                     sounds: context.feedback.map { WebSounds(settings: $0, preview: context.soundPreview) },
-                                     buttons: buttons, redeemedCodes: dataDirectory,
-                                     household: AlarmUseCases.Household(device: context.configuration.device,
-                                                                        hasBroker: context.configuration.mqtt != nil),
-                                     usageAlerts: context.usageAlerts,
-                                     rateLimit: RateLimiter(burst: context.configuration.webRateBurst,
-                                                            refuseAbove: context.configuration.webRateRefuseAbove),
-                                     storeGeneration: context.databaseGeneration)
-        // The caps follow the descriptor limit in force (the agent raised its soft limit to the hard one at start).
-        let limits = WebLimits.forDescriptors(DescriptorLimit.current()?.soft ?? 1024)
-        context.logger.info("web dashboard connection limits", metadata: [
-            "tcp": "\(limits.tcpConnections)", "perClient": "\(limits.tcpPerClient)", "unix": "\(limits.unixConnections)",
-            "headerTimeoutSeconds": "\(limits.headerTimeout)",
-        ])
-        var all = try services(dashboard: dashboard, listen: context.configuration.webListen, socketPath: socketPath(),
-                               logger: context.logger, limits: limits)
-        all.append(WebDashboard.Recorder(dashboard: dashboard))
-        return all
-    }
-
-    static func batteries(_ context: AgentContext) -> WebBatteries {
-        let repository = BatterySampleRepository(database: context.database)
-        return WebBatteries(
-            now: context.battery,
-            samples: { (try? repository.samples(since: $0)) ?? [] },
-            others: { ((try? repository.latestLevels()) ?? [:]).map { (source: $0.key, level: $0.value.level, at: $0.value.at) } })
     }
 
     public static func services(dashboard: WebDashboard, listen: [WebListenAddress], socketPath: String?, logger: Logger,

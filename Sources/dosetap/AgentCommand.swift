@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapLinux
 import DoseTapWeb
 import Foundation
@@ -38,7 +39,7 @@ struct AgentCommand: AsyncParsableCommand {
             logger.notice("Swift concurrency runs on libdispatch's worker pool (idle wake-ups once a second)")
         }
         do {
-            try await Agent.run(paths: location.paths, logger: logger, faces: [WebFace.face])
+            try await Agent.run(paths: location.paths, logger: logger, faces: [DashboardFace.face])
         } catch {
             throw CLIError("\(error)")
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import Foundation
@@ -16,11 +17,11 @@ struct AlarmCommand: ParsableCommand {
 
     static func useCases(_ location: some Locating) -> AlarmUseCases {
         let store = DataStore(directory: location.paths.dataDirectory)
-        let battery = BatteryUseCases(store: store)
-        return AlarmUseCases(store: store, battery: { battery.statusNow() }, sounds: {
+        let battery = MachinePorts.batteries(store: store, clock: SystemClock())
+        return AlarmUseCases(store: store, clock: SystemClock(), battery: { battery.statusNow() }, sounds: {
             // Read only when a sound is chosen (`--sound`): the machine's themes, as `dosetap sounds list`.
             guard let devices = try? makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false) else { return [] }
-            return Set(devices.capabilities(logger: Logger(label: "dosetap.cli")).sounds.keys)
+            return Set(devices.channels.capabilities(logger: Logger(label: "dosetap.cli")).sounds.keys)
         })
     }
 
@@ -68,10 +69,10 @@ struct AlarmCommand: ParsableCommand {
     /// The answer to a change: the alarm's line, then its nudge when it is enabled and at risk.
     static func show(_ view: AlarmView, verb: String, json: Bool) {
         if json {
-            printLine(view.json().text)
+            printLine(view.json(in: SystemTimeZone.current).text)
             return
         }
-        printLine("\(verb): \(view.line())")
+        printLine("\(verb): \(view.line(in: SystemTimeZone.current))")
         for line in view.detailLines { printLine(line) }
     }
 
@@ -105,12 +106,12 @@ struct AlarmCommand: ParsableCommand {
             let (alarms, unusable) = try failing { try AlarmCommand.useCases(location).list() }
             AlarmCommand.warnIfMaySleep(alarms, json: json, location: location)
             if json {
-                printLine(JSON.array(alarms.map { $0.json() }).text)
+                printLine(JSON.array(alarms.map { $0.json(in: SystemTimeZone.current) }).text)
                 return
             }
             if alarms.isEmpty && unusable.isEmpty { printLine("No alarms. Add one: dosetap alarm add 06:30 --repeat daily") }
             for view in alarms {
-                printLine(view.line())
+                printLine(view.line(in: SystemTimeZone.current))
                 for line in view.detailLines { printLine("   \(line)") }
                 if let missed = view.missedAt { printLine("   Missed: \(missed.localClock())") }
             }
@@ -298,8 +299,8 @@ struct AlarmCommand: ParsableCommand {
             let (occurrence, slots) = try failing { try AlarmCommand.useCases(location).preview(id: id.value) }
             if json {
                 printLine(JSON.object([
-                    ("occurrence", .string(occurrence.rfc3339())),
-                    ("slots", .array(slots.map { .object([("at", .string($0.at.rfc3339())), ("target", .string($0.target.description)),
+                    ("occurrence", .string(occurrence.rfc3339(in: SystemTimeZone.current))),
+                    ("slots", .array(slots.map { .object([("at", .string($0.at.rfc3339(in: SystemTimeZone.current))), ("target", .string($0.target.description)),
                                                           ("action", .string($0.target.action))]) })),
                 ]).text)
                 return

@@ -1,6 +1,8 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
+import DoseTapLinux
 import Foundation
 
 /// `dosetap alerts …`: low-battery alerts for every battery (#13): thresholds, per-source overrides,
@@ -16,7 +18,8 @@ struct AlertsCommand: ParsableCommand {
     /// the agent, which must read it, says why).
     static func useCases(_ location: some Locating) -> AlertUseCases {
         let commands = (try? AgentConfiguration.load(from: location.paths.configFile))?.alertCommands.map(\.name) ?? []
-        return AlertUseCases(store: DataStore(directory: location.paths.dataDirectory), commands: commands)
+        return AlertUseCases(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock(),
+                             supplies: MachinePorts.supplies, commands: commands)
     }
 
     /// A percentage threshold: a whole number in ASCII digits.
@@ -45,9 +48,9 @@ struct AlertsCommand: ParsableCommand {
         func run() throws {
             let overview = try failing { try AlertsCommand.useCases(location).overview() }
             if json {
-                printLine(overview.json(now: Date()).text)
+                printLine(overview.json(now: Date(), in: SystemTimeZone.current).text)
             } else {
-                overview.lines(now: Date()).forEach(printLine)
+                overview.lines(now: Date(), in: SystemTimeZone.current).forEach(printLine)
             }
         }
     }
@@ -140,11 +143,11 @@ struct AlertsCommand: ParsableCommand {
             }
             let records = try failing { try useCases.history() }
             if json {
-                printLine(JSON.array(records.map { $0.json() }).text)
+                printLine(JSON.array(records.map { $0.json(in: SystemTimeZone.current) }).text)
             } else if records.isEmpty {
                 printLine("No alerts yet.")
             } else {
-                records.forEach { printLine($0.line()) }
+                records.forEach { printLine($0.line(in: SystemTimeZone.current)) }
             }
         }
     }

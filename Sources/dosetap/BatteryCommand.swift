@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import Foundation
@@ -27,10 +28,10 @@ struct BatteryCommand: ParsableCommand {
     func run() throws {
         let alarmTime: TimeOfDay?
         do { alarmTime = try alarm.map { try TimeOfDay(parsing: $0) } } catch { throw ValidationError("\(error)") }
-        let battery = BatteryUseCases(store: DataStore(directory: location.paths.dataDirectory))
+        let battery = MachinePorts.batteries(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock())
         if let alarmTime {
             let (forecast, status) = try failing { try battery.forecast(alarm: alarmTime) }
-            json ? printLine(forecast.json().text) : printForecast(forecast, status: status)
+            json ? printLine(forecast.json(in: SystemTimeZone.current).text) : printForecast(forecast, status: status)
         } else {
             let status = try failing { try battery.status() }
             json ? printLine(status.json.text) : printStatus(status)

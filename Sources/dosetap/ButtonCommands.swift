@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import Foundation
@@ -115,7 +116,7 @@ struct ButtonCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let sorted = try await failing { try await ButtonUseCases.scan(seconds: seconds) }
+            let sorted = try await failing { try await ButtonUseCases.scan(seconds: seconds, with: BlueZButtonScanner()) }
             if json {
                 printLine(JSON.array(sorted.map(\.json)).text)
                 return
@@ -149,7 +150,7 @@ struct ButtonCommand: AsyncParsableCommand {
             var logger = Logger(label: "dosetap.cli")
             logger.logLevel = .warning
             let service = try failing {
-                try ButtonCommand.useCases(location).observe(logger: logger) { intent in
+                try ButtonService.observing(ButtonCommand.useCases(location), logger: logger) { intent in
                     printLine("\(DisplayText.escaped(intent.button.name)): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
                 }
             }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
+import DoseTapLinux
 import DoseTapStore
 import Foundation
 
@@ -61,7 +63,7 @@ struct DataCommand: ParsableCommand {
         @OptionGroup var location: DataOptions
 
         func run() throws {
-            let history = DoseHistory(store: DataStore(directory: location.paths.dataDirectory))
+            let history = DoseHistory(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock())
             if ignore.isEmpty {
                 guard let entries = try failing({ try history.unreadableEntries() }) else {
                     printLine("No data in \(location.paths.dataDirectory.path).")

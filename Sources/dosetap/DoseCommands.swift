@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import Foundation
@@ -17,7 +18,7 @@ let refusedExitCode: Int32 = 2
 
 /// The dose use case over the data folder (created on first use).
 func doseUseCases(_ location: some Locating) throws -> DoseUseCases {
-    try failing { try DoseUseCases.open(store: DataStore(directory: location.paths.dataDirectory)) }
+    try failing { try MachinePorts.doses(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock()) }
 }
 
 /// Runs one input through the dose use case and prints the outcome; a refusal exits with status 2.
@@ -37,7 +38,7 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: some Locating, jso
         StandardOutput.markCommitted("recorded (\(confirmation.prefix(while: { $0 != "." })))")
     }
     if json {
-        printLine(submission.json().text)
+        printLine(submission.json(in: SystemTimeZone.current).text)
     }
     switch submission.outcome {
     case .recorded(_, let confirmation, _):
@@ -159,9 +160,9 @@ extension DoseCommand {
 
         func run() throws {
             let zone = SystemTimeZone.current
-            let status = try failing { try DoseHistory(store: DataStore(directory: location.paths.dataDirectory)).status() }
+            let status = try failing { try DoseHistory(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock()).status() }
             if json {
-                printLine(status.json().text)
+                printLine(status.json(in: SystemTimeZone.current).text)
                 return
             }
             let clock = ClockText(timeZone: zone)

@@ -2,6 +2,7 @@ import ArgumentParser
 import DoseTapCore
 import DoseTapLinux
 import DoseTapAgent
+import DoseTapApp
 import Foundation
 
 struct ExportCommand: ParsableCommand {
@@ -61,7 +62,7 @@ struct ExportCommand: ParsableCommand {
 
         func run() throws {
             let range = try range()
-            let export = try failing { try DoseHistory(store: DataStore(directory: location.paths.dataDirectory)).export(range) }
+            let export = try failing { try DoseHistory(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock()).export(range) }
             let text = export.csv
             let unreadable = export.unreadable
             if let output {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
+import DoseTapLinux
 import Foundation
 
 extension ExportCommand {
@@ -35,7 +37,8 @@ extension ExportCommand {
             let days = try dayCount()
             let directory = location.paths.dataDirectory
             let export = try failing {
-                try CalendarExport(store: DataStore(directory: directory), identity: InstallIdentity.load(dataDirectory: directory)).export(days: days)
+                try CalendarExport(store: DataStore(directory: directory), identity: MachinePorts.installIdentity(dataDirectory: directory),
+                               clock: SystemClock()).export(days: days)
             }
             try ExportDestination(destination, location: location).write(export.ics)
             for note in export.notes {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import Foundation
@@ -9,8 +10,8 @@ import Synchronization
 /// The settings use cases with this machine's feedback devices (shared by the feedback commands).
 func feedbackUseCases(_ location: some Locating) throws -> SettingsUseCases {
     try failing {
-        try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory),
-                                  devices: { try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false) },
+        try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock(),
+                                  devices: { try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false).channels },
                                   logger: Logger(label: "dosetap.cli"))
     }
 }
@@ -165,7 +166,8 @@ extension FeedbackCommand {
             let logger = Logger(label: "dosetap.cli")
             let devices = try failing { try makeFeedbackDevices(logger: logger, desktop: false) }
             let plan = try failing {
-                try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory), devices: { devices }, logger: logger)
+                try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock(),
+                                          devices: { devices.channels }, logger: logger)
                     .resolve(e)
             }
             // As the agent rings it (AlarmRinger): an alarm with no sound set plays the built-in beep.
@@ -263,7 +265,7 @@ struct SoundsCommand: AsyncParsableCommand {
         func run() async throws {
             let devices = try makeFeedbackDevices(logger: Logger(label: "dosetap.cli"), desktop: false)
             let sound: SoundInfo
-            do { sound = try devices.sound(named: name) } catch { throw CLIError("\(error)") }
+            do { sound = try devices.channels.sound(named: name) } catch { throw CLIError("\(error)") }
             let player = devices.player
             // Ctrl-C cancels the playback (the player stops its process), then exits 130 like any interrupted command.
             let name = self.name

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import Foundation
@@ -45,7 +46,8 @@ struct LogsCommand: ParsableCommand {
             let directory = location.paths.dataDirectory
             let source: any LogSource = if let file { LogFileSource(path: file) } else { JournalLogSource(user: !system) }
             let export = try await failing {
-                try await LogExport(store: DataStore(directory: directory), identity: InstallIdentity.load(dataDirectory: directory))
+                try await LogExport(store: DataStore(directory: directory), identity: MachinePorts.installIdentity(dataDirectory: directory),
+                                    clock: SystemClock())
                     .export(from: source, age: age)
             }
             try ExportDestination(destination, location: location).write(export.csv)

@@ -1,6 +1,8 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
+import DoseTapLinux
 import Foundation
 
 struct SetupCommand: ParsableCommand {
@@ -33,7 +35,7 @@ struct SetupCommand: ParsableCommand {
     }
 
     func run() throws {
-        let settings = try failing { try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory)) }
+        let settings = try failing { try SettingsUseCases.open(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock()) }
         let current = settings.night()
         if show {
             print(settings: current)

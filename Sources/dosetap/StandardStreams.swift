@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import Foundation
 import Synchronization
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapHTTP
 import DoseTapLinux
@@ -32,8 +33,8 @@ struct StatusCommand: AsyncParsableCommand {
 
     func glance() throws -> StatusGlance {
         let store = DataStore(directory: location.paths.dataDirectory)
-        let night = try failing { try DoseHistory(store: store).status() }
-        let nudge = (try? DoseUseCases.open(store: store))?.reminderNudge(for: night)
+        let night = try failing { try DoseHistory(store: store, clock: SystemClock()).status() }
+        let nudge = (try? MachinePorts.doses(store: store, clock: SystemClock()))?.reminderNudge(for: night)
         let alarms = (try? AlarmCommand.useCases(location).list().alarms) ?? []
         return StatusGlance.make(night: night, nextAlarm: StatusGlance.nextAlarm(alarms), reminderNudge: nudge)
     }

@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapStore
 import DoseTapTesting
@@ -15,7 +16,8 @@ struct BatteryUseCasesTests {
 
     func useCases(_ supplies: [RawPowerSupply], folder: URL = freshDataFolder()) -> BatteryUseCases {
         let source = FakePowerSupplySource(supplies)
-        return BatteryUseCases(store: DataStore(directory: folder), clock: FakeClock(t0, timeZone: ny), source: { source })
+        return BatteryUseCases(store: DataStore(directory: folder), clock: FakeClock(t0, timeZone: ny), source: { source },
+                               powerOff: { .upowerDefault }, canWake: { _ in false })
     }
 
     @Test("status reads the battery and the hardware drain, and never creates the database")
@@ -46,7 +48,8 @@ struct BatteryUseCasesTests {
 
     @Test("the battery for the nudge: nil when the supplies cannot be read, the status when they can")
     func statusNow() {
-        let failing = BatteryUseCases(store: DataStore(directory: freshDataFolder()), clock: FakeClock(t0), source: { throw Unreadable() })
+        let failing = BatteryUseCases(store: DataStore(directory: freshDataFolder()), clock: FakeClock(t0), source: { throw Unreadable() },
+                                      powerOff: { .upowerDefault }, canWake: { _ in false })
         #expect(failing.statusNow() == nil)
         #expect(throws: Unreadable.self) { try failing.status() }
         #expect(useCases([.battery(), .mains(online: false)]).statusNow()?.state.level == 80)

@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
@@ -162,5 +163,50 @@ struct ButtonUseCasesTests {
         #expect(found.map(\.kind) == [.itag, .hid, .bthome, .hid])
         #expect(found.map(\.connected) == [false, true, false, true])
         #expect(found.last?.json.text == #"{"kind":"hid","address":"AA:AA:AA:AA:AA:05","name":"Remote","rssi":null,"connected":true}"#)
+    }
+
+    /// A scanner that hears what it is told (or fails as BlueZ's absence does), and records what it was asked.
+    final class ListScanner: ButtonScanner, @unchecked Sendable {
+        let heard: [BLEAdvert]
+        let remotes: [(address: String, name: String?)]
+        let failure: UseCaseError?
+        private(set) var asked: (seconds: Int, keeping: Int)?
+
+        init(heard: [BLEAdvert] = [], remotes: [(address: String, name: String?)] = [], failure: UseCaseError? = nil) {
+            self.heard = heard
+            self.remotes = remotes
+            self.failure = failure
+        }
+
+        func adverts(seconds: Int, keeping: Int) async throws -> [BLEAdvert] {
+            asked = (seconds, keeping)
+            if let failure { throw failure }
+            var sightings = AdvertSightings(capacity: keeping)
+            heard.forEach { sightings.add($0) }
+            return sightings.adverts
+        }
+
+        func connectedRemotes() -> [(address: String, name: String?)] { remotes }
+    }
+
+    @Test("scan goes through the scanner port: its adverts and remotes become candidates; its one-line failure is the scan's")
+    func scanThroughPort() async throws {
+        let now = Date()
+        let shelly = BLEAdvert(address: "3C:2E:F5:00:11:22", name: "SBBT", rssi: -60, serviceData: [BLEAdvert.bthomeUUID: [0x44]],
+                               manufacturerData: [:], uuids: [], receivedAt: now)
+        let tag = BLEAdvert(address: "FF:FF:10:00:00:01", name: "iTAG", rssi: -75, serviceData: [:], manufacturerData: [:],
+                            uuids: ["0000ffe0-0000-1000-8000-00805f9b34fb"], receivedAt: now)
+        let speaker = BLEAdvert(address: "10:00:00:00:00:09", name: "speaker", rssi: -40, serviceData: [:], manufacturerData: [:],
+                                uuids: [], receivedAt: now)
+        let scanner = ListScanner(heard: [shelly, tag, speaker, tag], remotes: [("AA:AA:AA:AA:AA:05", "Remote")])
+        let found = try await ButtonUseCases.scan(seconds: 7, with: scanner)
+        #expect(scanner.asked?.seconds == 7)
+        #expect(scanner.asked?.keeping == 512)
+        #expect(found.map(\.address) == ["3C:2E:F5:00:11:22", "FF:FF:10:00:00:01", "AA:AA:AA:AA:AA:05"])
+        #expect(found.map(\.kind) == [.bthome, .itag, .hid])
+        let down = ListScanner(failure: .unavailable("cannot reach BlueZ on the system bus — is bluetoothd running?"))
+        await #expect(throws: UseCaseError.unavailable("cannot reach BlueZ on the system bus — is bluetoothd running?")) {
+            try await ButtonUseCases.scan(seconds: 3, with: down)
+        }
     }
 }

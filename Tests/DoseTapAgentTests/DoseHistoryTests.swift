@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapStore
 import DoseTapTesting
@@ -29,7 +30,7 @@ struct DoseHistoryTests {
     func statusAndExport() throws {
         let folder = freshDataFolder()
         let clock = FakeClock(t0.addingTimeInterval(-40 * 86400), timeZone: ny)
-        let doses = try DoseUseCases.open(store: DataStore(directory: folder), clock: clock)
+        let doses = try MachinePorts.doses(store: DataStore(directory: folder), clock: clock)
         _ = try doses.submit(.take(confirmLate: false), source: .cli) // 40 nights ago
         clock.set(t0)
         _ = try doses.submit(.take(confirmLate: false), source: .cli)
@@ -48,7 +49,7 @@ struct DoseHistoryTests {
     @Test("a skip is asked about only when it would be recorded: not before Dose 1, yes after it")
     func skipQuestion() throws {
         let clock = FakeClock(t0, timeZone: ny)
-        let doses = try DoseUseCases.open(store: DataStore(directory: freshDataFolder()), clock: clock)
+        let doses = try MachinePorts.doses(store: DataStore(directory: freshDataFolder()), clock: clock)
         #expect(!doses.skipWouldRecord())
         _ = try doses.submit(.take(confirmLate: false), source: .cli)
         #expect(doses.skipWouldRecord())
@@ -59,7 +60,7 @@ struct DoseHistoryTests {
     @Test("a submission's JSON: recorded with event and night, refused with its code")
     func submissionJSON() throws {
         let clock = FakeClock(t0, timeZone: ny)
-        let doses = try DoseUseCases.open(store: DataStore(directory: freshDataFolder()), clock: clock)
+        let doses = try MachinePorts.doses(store: DataStore(directory: freshDataFolder()), clock: clock)
         let recorded = try doses.submit(.take(confirmLate: false), source: .cli).json(in: ny).text
         #expect(recorded.hasPrefix(#"{"recorded":true,"event":{"id":""#))
         #expect(recorded.contains(#""kind":"dose1","at":"2026-01-15T22:30:00-05:00","source":"cli"}"#))
@@ -72,7 +73,7 @@ struct DoseHistoryTests {
         let folder = freshDataFolder()
         let data = DataUseCases(store: DataStore(directory: folder))
         #expect(try data.contents() == nil)
-        let doses = try DoseUseCases.open(store: DataStore(directory: folder), clock: FakeClock(t0, timeZone: ny))
+        let doses = try MachinePorts.doses(store: DataStore(directory: folder), clock: FakeClock(t0, timeZone: ny))
         _ = try doses.submit(.take(confirmLate: false), source: .cli)
         let contents = try #require(try data.contents())
         #expect(contents.doseEvents == 1)

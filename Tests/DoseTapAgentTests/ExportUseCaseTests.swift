@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
@@ -73,7 +74,7 @@ struct ExportUseCaseTests {
 
         // Dose 1 at 23:00: the real window, same UID (a calendar replaces the planned one).
         clock.set(localDate("2026-01-15 23:00:00", ny))
-        let doses = try DoseUseCases.open(store: store, clock: clock)
+        let doses = try MachinePorts.doses(store: store, clock: clock)
         _ = try doses.submit(.take(confirmLate: false), source: .cli)
         let real = try #require(try export.export(days: 1).events.first)
         #expect(real.summary == "Dose 2 window")

@@ -1,4 +1,5 @@
 @testable import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapTesting

@@ -1,5 +1,7 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
+import DoseTapLinux
 import DoseTapStore
 import DoseTapTesting
 import Foundation
@@ -14,7 +16,7 @@ struct SettingsUseCasesTests {
     func useCases(events: EventBus? = nil, motor: Bool = true) throws -> SettingsUseCases {
         let devices = FeedbackDevices(haptics: RecordingHaptics(supported: motor), catalog: FixedSoundCatalog([Self.bell]),
                                       player: RecordingSoundPlayer(), beep: Self.beep, desktop: nil)
-        return try SettingsUseCases.open(store: DataStore(directory: freshDataFolder()), devices: { devices }, events: events)
+        return try SettingsUseCases.open(store: DataStore(directory: freshDataFolder()), clock: SystemClock(), devices: { devices.channels }, events: events)
     }
 
     @Test("a feedback change is stored and publishes settingsChanged")

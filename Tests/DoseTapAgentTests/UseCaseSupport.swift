@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import Foundation
 
 /// A fresh data folder for one test (the database is not created until a use case opens it).

@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapTesting
 @testable import DoseTapWeb
 import Foundation

@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
@@ -49,7 +50,7 @@ struct WebFixture {
         self.dir = dir
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
         events = EventBus()
-        doses = try DoseUseCases.open(store: DataStore(directory: dir), clock: clock, events: events)
+        doses = try MachinePorts.doses(store: DataStore(directory: dir), clock: clock, events: events)
         let alarms = AlarmUseCases(store: DataStore(directory: dir), clock: clock, battery: { battery }, events: events)
         let secret = WebSecret(bytes: Array(repeating: 3, count: 32))
         tokens = WebTokens(secret: secret)
@@ -61,9 +62,9 @@ struct WebFixture {
         self.player = player
         let devices = FeedbackDevices(haptics: RecordingHaptics(supported: motor), catalog: FixedSoundCatalog([Self.bell]), player: player,
                                       beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
-        settings = SettingsUseCases(settings: SettingsRepository(database: try DataStore(directory: dir).open()), devices: devices,
+        settings = SettingsUseCases(settings: SettingsRepository(database: try DataStore(directory: dir).open()), devices: devices.channels,
                                     history: DoseHistory(store: DataStore(directory: dir), clock: clock), events: events)
-        preview = SoundPreview(devices: devices)
+        preview = SoundPreview(devices: devices.channels)
         alerts = AlertUseCases(store: DataStore(directory: dir), clock: clock, supplies: { [] }, events: events)
         buttons = WebButtons(useCases: ButtonUseCases(store: DataStore(directory: dir), events: events), scan: { _ in found },
                              levels: { ["button:Bedside": (level: 41, at: start)] })

@@ -1,4 +1,5 @@
 import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapStore
 import DoseTapTesting
@@ -33,7 +34,7 @@ struct ViewCacheTests {
             #expect(renders(f) == drawn)
             // Another connection to the same file writes (what `dosetap dose take` does), and the very next
             // request — no waiting — shows it.
-            let other = try DoseUseCases.open(store: DataStore(directory: f.dir), clock: f.clock)
+            let other = try MachinePorts.doses(store: DataStore(directory: f.dir), clock: f.clock)
             _ = try other.submit(.take(confirmLate: false), source: .cli)
             let after = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
             #expect(after.text.contains("<dt>Dose 1</dt><dd>14:13</dd>") && after.text.contains("Waiting for the Dose 2 window"))
@@ -119,7 +120,7 @@ struct ViewCacheTests {
             _ = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
             _ = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
             #expect(renders(f) == 0)
-            _ = try DoseUseCases.open(store: DataStore(directory: f.dir), clock: f.clock).submit(.take(confirmLate: false), source: .cli)
+            _ = try MachinePorts.doses(store: DataStore(directory: f.dir), clock: f.clock).submit(.take(confirmLate: false), source: .cli)
             let after = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
             #expect(after.text.contains("<dt>Dose 1</dt>"))
         }

@@ -1,3 +1,4 @@
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
@@ -59,7 +60,7 @@ public final class AlarmRinger: Sendable {
     /// What the alarm plays: its own sound and intensity when set, else the `alarm` event's.
     func plan(for alarm: Alarm) -> (sound: SoundInfo?, haptics: HapticPattern?) {
         let stored = (try? settings.loadFeedback()) ?? FeedbackSettings()
-        let capabilities = devices.capabilities(logger: logger)
+        let capabilities = devices.channels.capabilities(logger: logger)
         // The alarm is never muted by quiet mode (`FeedbackEvent.alarm.bypassesQuiet`).
         let plan = FeedbackResolver.resolve(.alarm, settings: stored, quiet: false, capabilities: capabilities)
         var sound = plan.chime ? plan.sound : nil

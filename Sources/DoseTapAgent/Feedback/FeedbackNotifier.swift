@@ -1,3 +1,4 @@
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
@@ -5,48 +6,24 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The machine's ways of telling a person something, as the agent and the CLI build them.
+/// The machine's ways of telling a person something, as the agent and the CLI build them: the channels the
+/// use cases see (motor, sounds, player, beep) and the agent's own (the desktop, the PC speaker).
 public struct FeedbackDevices: Sendable {
-    public var haptics: any Haptics
-    public var catalog: any SoundCatalog
-    public var player: any SoundPlayer
-    public var beep: SoundInfo
+    public var channels: FeedbackChannels
     public var desktop: DesktopNotifications?
     /// The kernel's tone generator, if the machine has one: the alarm's last channel (#32).
     public var speaker: PCSpeaker?
 
+    public var haptics: any Haptics { channels.haptics }
+    public var catalog: any SoundCatalog { channels.catalog }
+    public var player: any SoundPlayer { channels.player }
+    public var beep: SoundInfo { channels.beep }
+
     public init(haptics: any Haptics, catalog: any SoundCatalog, player: any SoundPlayer, beep: SoundInfo,
                 desktop: DesktopNotifications?, speaker: PCSpeaker? = nil) {
-        self.haptics = haptics
-        self.catalog = catalog
-        self.player = player
-        self.beep = beep
+        self.channels = FeedbackChannels(haptics: haptics, catalog: catalog, player: player, beep: beep)
         self.desktop = desktop
         self.speaker = speaker
-    }
-
-    /// What the machine can do now (the sounds as the catalog lists them: afresh, a removed theme shows at once;
-    /// the settings screens' `RecentSoundCatalog`: at most a second old).
-    public func capabilities(logger: Logger) -> FeedbackCapabilities {
-        let sounds: [SoundInfo]
-        do {
-            sounds = try catalog.list()
-        } catch {
-            logger.warning("cannot list sounds; only the built-in beep is available", metadata: ["error": "\(error)"])
-            sounds = []
-        }
-        return FeedbackCapabilities(hapticsSupported: haptics.isSupported, sounds: sounds, builtinBeep: beep)
-    }
-
-    /// A sound of this machine by name (the built-in beep included). Errors: "unknown sound '…': see dosetap
-    /// sounds list", or the catalog's failure.
-    public func sound(named name: String) throws -> SoundInfo {
-        let sounds: [SoundInfo]
-        do { sounds = try catalog.list() } catch { throw UseCaseError.unavailable("\(error)") }
-        guard let sound = (sounds + [beep]).first(where: { $0.name == name }) else {
-            throw UseCaseError("unknown sound '\(name)': see dosetap sounds list")
-        }
-        return sound
     }
 }
 
@@ -109,7 +86,7 @@ public final class FeedbackNotifier: Notifier, Sendable {
         let stored = session.flatMap { id in snapshots.withLock { $0[id] } } ?? (try? settings.loadFeedback()) ?? FeedbackSettings()
         let user = (try? settings.load()) ?? .defaults
         let plan = FeedbackResolver.resolve(event, settings: stored, quiet: user.quietMode,
-                                            capabilities: devices.capabilities(logger: logger))
+                                            capabilities: devices.channels.capabilities(logger: logger))
         var metadata: Logger.Metadata = [
             "event": "\(event.rawValue)", "sound": "\(plan.sound?.name ?? "none")",
             "haptics": "\(plan.haptics?.intensity.rawValue ?? "none")", "muted": "\(plan.muted)",

@@ -1,3 +1,4 @@
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
@@ -50,5 +51,14 @@ extension HouseholdService {
             return true
         }
         if changed { statusFile.write(bytes) }
+    }
+}
+
+extension HouseholdStatus {
+    /// The running agent's record; nil when no agent runs (or the record cannot be read).
+    public static func read(dataDirectory: URL) -> (status: HouseholdStatus, raw: Data)? {
+        guard let data = AgentStatusFile(dataDirectory: dataDirectory, name: fileName).readFromRunningAgent(),
+              let status = try? JSONDecoder().decode(HouseholdStatus.self, from: data) else { return nil }
+        return (status, data)
     }
 }

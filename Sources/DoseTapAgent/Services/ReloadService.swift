@@ -1,3 +1,4 @@
+import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 import DoseTapStore

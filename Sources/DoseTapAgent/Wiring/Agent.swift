@@ -1,3 +1,4 @@
+import DoseTapApp
 import DoseTapCore
 import DoseTapHTTP
 import DoseTapLinux
@@ -7,13 +8,6 @@ import DoseTapVersion
 import Logging
 import ServiceLifecycle
 import UnixSignals
-
-/// The system clock and time zone.
-public struct SystemClock: WallClock {
-    public init() {}
-    public func now() -> Date { Date() }
-    public var timeZone: TimeZone { SystemTimeZone.current }
-}
 
 /// `dosetap agent`: wires the adapters to the core and runs until SIGTERM.
 public enum Agent {

@@ -1,3 +1,4 @@
+import DoseTapApp
 import DoseTapCore
 import DoseTapHTTP
 import DoseTapLinux
@@ -232,13 +233,13 @@ final class AgentWiring: Sendable {
             context.databaseGeneration = { watcher.generation() }
         }
         // The settings screens list the sound themes on every request: from a listing at most 2 s old.
-        var screenDevices = devices
-        screenDevices.catalog = RecentSoundCatalog(devices.catalog)
+        var screenChannels = devices.channels
+        screenChannels.catalog = RecentSoundCatalog(devices.catalog)
         let ringing = self.ringing
-        context.feedback = SettingsUseCases(settings: SettingsRepository(database: database), devices: screenDevices,
-                                            history: DoseHistory(store: store), events: events, logger: logger,
+        context.feedback = SettingsUseCases(settings: SettingsRepository(database: database), devices: screenChannels,
+                                            history: DoseHistory(store: store, clock: SystemClock()), events: events, logger: logger,
                                             alarmRinging: { ringing.isRinging })
-        context.soundPreview = SoundPreview(devices: devices)
+        context.soundPreview = SoundPreview(devices: devices.channels)
         context.buttons = ButtonUseCases(store: store, events: events)
         context.usageAlerts = usageAlerts
         var services: Services = []
@@ -326,7 +327,7 @@ final class AgentWiring: Sendable {
     private static func importConfigAlarm(_ settings: AgentConfiguration, store: DataStore, logger: Logger) {
         guard let time = settings.alarm else { return }
         do {
-            if let imported = try AlarmUseCases(store: store, battery: { nil }).importConfigAlarm(time) {
+            if let imported = try AlarmUseCases(store: store, clock: SystemClock(), battery: { nil }).importConfigAlarm(time) {
                 logger.notice("config.toml's [alarm] time is now alarm \(imported.alarm.id) (daily, label config): manage it with dosetap alarm")
             }
         } catch {

@@ -3,33 +3,6 @@ import Foundation
 import Logging
 import Synchronization
 
-/// One observation of a BLE device: an advertisement (or a property change) as BlueZ reports it.
-public struct BLEAdvert: Sendable, Equatable {
-    /// "AA:BB:CC:DD:EE:FF".
-    public var address: String
-    public var name: String?
-    public var rssi: Int?
-    /// Service data by 128-bit UUID (lower case), e.g. BTHome under "0000fcd2-0000-1000-8000-00805f9b34fb".
-    public var serviceData: [String: [UInt8]]
-    public var manufacturerData: [Int: [UInt8]]
-    public var uuids: [String]
-    /// When DoseTap received it (the press's age is measured from here).
-    public var receivedAt: Date
-
-    public static let bthomeUUID = "0000fcd2-0000-1000-8000-00805f9b34fb"
-
-    public init(address: String, name: String?, rssi: Int?, serviceData: [String: [UInt8]], manufacturerData: [Int: [UInt8]],
-                uuids: [String], receivedAt: Date) {
-        self.address = address
-        self.name = name
-        self.rssi = rssi
-        self.serviceData = serviceData
-        self.manufacturerData = manufacturerData
-        self.uuids = uuids
-        self.receivedAt = receivedAt
-    }
-}
-
 /// A client of BlueZ (`org.bluez` on the system bus): the object tree, LE discovery with duplicate
 /// adverts, and a stream of adverts from `InterfacesAdded` and `PropertiesChanged` on `Device1`. Its
 /// signals are decoded by `BlueZSignal`, as the GATT sessions' are.

@@ -1,4 +1,4 @@
-import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import Foundation
 

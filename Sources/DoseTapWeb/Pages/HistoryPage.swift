@@ -1,4 +1,4 @@
-import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 
 /// The nights as a table (the CSV export's columns, newest first) and the CSV itself to download: the same

@@ -1,4 +1,4 @@
-import DoseTapAgent
+import DoseTapApp
 import DoseTapCore
 import DoseTapStore
 import Foundation
@@ -22,9 +22,9 @@ public final class WebButtons: Sendable {
     private let presses = Mutex<[String: Press]>([:])
 
     /// - Parameters:
-    ///   - scan: BlueZ discovery for so many seconds (`ButtonUseCases.scan`).
+    ///   - scan: listening for buttons for so many seconds (`ButtonUseCases.scan` through the machine's scanner).
     ///   - levels: the latest level of each power source ("button:<name>").
-    public init(useCases: ButtonUseCases, scan: @escaping @Sendable (Int) async throws -> [ButtonUseCases.Candidate] = ButtonUseCases.scan,
+    public init(useCases: ButtonUseCases, scan: @escaping @Sendable (Int) async throws -> [ButtonUseCases.Candidate],
                 levels: @escaping @Sendable () -> [String: (level: Double, at: Date)] = { [:] }) {
         self.useCases = useCases
         self.scan = scan

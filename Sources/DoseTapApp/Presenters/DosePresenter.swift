@@ -1,5 +1,4 @@
 import DoseTapCore
-import DoseTapLinux
 import Foundation
 
 extension DoseEvent {
@@ -15,7 +14,7 @@ extension DoseEvent {
     }
 
     /// `{"id","kind","at","source"}`.
-    public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
+    public func json(in timeZone: TimeZone) -> JSON {
         .object([
             ("id", .string(id.uuidString)),
             ("kind", .string(kindName)),
@@ -27,7 +26,7 @@ extension DoseEvent {
 
 extension NightStatus {
     /// Tonight as `dose status --json` and every dose answer show it.
-    public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
+    public func json(in timeZone: TimeZone) -> JSON {
         func time(_ d: Date?) -> JSON { d.map { .string($0.rfc3339(in: timeZone)) } ?? .null }
         return .object([
             ("phase", .string(phase.rawValue)),
@@ -59,7 +58,7 @@ extension DoseRefusal {
 extension DoseSubmission {
     /// The answer to one dose input: recorded (the event, its confirmation, the battery nudge, tonight) or
     /// refused (the reason, tonight).
-    public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
+    public func json(in timeZone: TimeZone) -> JSON {
         switch outcome {
         case .recorded(let event, let confirmation, let status):
             .object([

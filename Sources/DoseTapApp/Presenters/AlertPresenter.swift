@@ -1,11 +1,10 @@
 import DoseTapCore
-import DoseTapLinux
 import Foundation
 
 extension AlertOverview {
     /// `{"warning", "critical", "snoozedUntil", "sources": [{"name", "kind", "usage", "remaining", "warning",
     /// "critical", "enabled", "state"}]}`; usage and remaining in percent (null when never read).
-    public func json(now: Date, in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
+    public func json(now: Date, in timeZone: TimeZone) -> JSON {
         .object([
             ("warning", .int(settings.thresholds.warning)),
             ("critical", .int(settings.thresholds.critical)),
@@ -26,7 +25,7 @@ extension AlertOverview {
     }
 
     /// The text screen: the global line, then a line per source. Names from devices are shown escaped.
-    public func lines(now: Date, in timeZone: TimeZone = SystemTimeZone.current) -> [String] {
+    public func lines(now: Date, in timeZone: TimeZone) -> [String] {
         var head = "Alerts at \(settings.thresholds.warning) % used (warning) and \(settings.thresholds.critical) % used (critical)"
         if settings.isSnoozed(at: now), let until = settings.snoozedUntil {
             head += "; snoozed until \(until.clock(in: timeZone))"
@@ -47,13 +46,13 @@ extension AlertOverview {
 
 extension AlertRecord {
     /// `{"at", "source", "usage", "level"}`.
-    public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
+    public func json(in timeZone: TimeZone) -> JSON {
         .object([("at", .string(at.rfc3339(in: timeZone))), ("source", .string(source)),
                  ("usage", .number(usage.rounded(places: 1))), ("level", .string(level.rawValue))])
     }
 
     /// `2026-11-24 06:30  BAT0  86 % used  warning`.
-    public func line(in timeZone: TimeZone = SystemTimeZone.current) -> String {
+    public func line(in timeZone: TimeZone) -> String {
         "\(at.clock(in: timeZone))  \(DisplayText.escaped(source))  \(String(format: "%.0f", usage)) % used  \(level.rawValue)"
     }
 }

@@ -4,10 +4,12 @@ import Foundation
 
 extension DoseUseCases {
     /// The dose use case of a face that names a data folder (the command line): the database is created on
-    /// first use, and the machine's battery (with the agent's samples for the drain) gives the nudge.
-    public static func open(store: DataStore, clock: any WallClock = SystemClock(), events: EventBus? = nil) throws -> DoseUseCases {
+    /// first use, and the machine's battery (`battery`, given the opened store, so the agent's samples give
+    /// the drain) gives the nudge.
+    public static func open(store: DataStore, clock: any WallClock, battery: (DataStore) -> BatteryUseCases,
+                            events: EventBus? = nil) throws -> DoseUseCases {
         let database = try store.open()
-        let battery = BatteryUseCases(store: DataStore(database: database), clock: clock)
+        let battery = battery(DataStore(database: database))
         return DoseUseCases(repository: DoseRepository(database: database), clock: clock,
                             battery: { battery.statusNow() }, events: events)
     }
@@ -31,7 +33,7 @@ public struct DoseHistory: Sendable {
     private let store: DataStore
     private let clock: any WallClock
 
-    public init(store: DataStore, clock: any WallClock = SystemClock()) {
+    public init(store: DataStore, clock: any WallClock) {
         self.store = store
         self.clock = clock
     }

@@ -1,5 +1,4 @@
 import DoseTapCore
-import DoseTapLinux
 import Foundation
 
 /// A JSON value with keys in the order they were written, so the output is stable and readable. Every
@@ -82,7 +81,7 @@ public enum JSON: Sendable {
 
 extension Date {
     /// RFC 3339 with the local offset, e.g. 2026-11-22T06:30:00-05:00: how every face writes an instant.
-    public func rfc3339(in timeZone: TimeZone = SystemTimeZone.current) -> String {
+    public func rfc3339(in timeZone: TimeZone) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = timeZone
         formatter.formatOptions = [.withInternetDateTime]

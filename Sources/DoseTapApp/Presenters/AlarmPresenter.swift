@@ -1,5 +1,4 @@
 import DoseTapCore
-import DoseTapLinux
 import Foundation
 
 extension AlarmView {
@@ -9,7 +8,7 @@ extension AlarmView {
     /// (its `nudge` stays null: unknown is not safe, and not a nudge either); a predicted one adds the
     /// forecast with the night it assumes (`BatteryForecast.json`: `assumption`, the drains used). An alarm with its own sound or
     /// vibration adds `sound`/`haptics`; one whose latest occurrence was missed adds `missedAt`.
-    public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
+    public func json(in timeZone: TimeZone) -> JSON {
         var fields: [(String, JSON)] = [
             ("id", .int(alarm.id)),
             ("time", .string(alarm.time.description)),
@@ -46,7 +45,7 @@ extension AlarmView {
 
     /// One line of the alarm screen: `1  06:30  daily  "Work"  next Tue 06:30` (off: `off`). Text from the
     /// person is shown escaped.
-    public func line(in timeZone: TimeZone = SystemTimeZone.current) -> String {
+    public func line(in timeZone: TimeZone) -> String {
         var text = "\(alarm.id)  \(alarm.time)  \(alarm.repetition)  \"\(DisplayText.escaped(alarm.label))\""
         if let nextAt {
             let f = DateFormatter()

@@ -1,5 +1,4 @@
 import DoseTapCore
-import DoseTapLinux
 import DoseTapStore
 import Foundation
 import Logging
@@ -153,57 +152,11 @@ public struct ButtonUseCases: Sendable {
         }
     }
 
-    /// The one line for "BlueZ is not there", naming the fix; the bus's own words follow in brackets.
-    public static func bluezUnreachable(_ error: any Error) -> String {
-        let cause = (error as? DBusError).map(\.message) ?? "\(error)"
-        return "cannot reach BlueZ on the system bus — is bluetoothd running? (`systemctl enable --now bluetooth`) [\(DisplayText.escaped(cause, maxLength: 200))]"
-    }
-
-    /// Nobody owns `org.bluez` (bluetoothd stopped or not installed), or no adapter object exists.
-    static func bluezMissing(_ error: DBusError) -> Bool {
-        ["org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
-         "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.FileNotFound",
-         "org.freedesktop.DBus.Error.NoServer"].contains(error.name)
-    }
-
-    /// Listens for BLE buttons through BlueZ discovery for `seconds`, and adds the HID remotes the kernel
-    /// has. Errors: "cannot reach BlueZ on the system bus — is bluetoothd running? …", "scan failed: …".
-    public static func scan(seconds: Int) async throws -> [Candidate] {
-        let client: BlueZClient
-        do { client = BlueZClient(connection: try DBusConnection(bus: .system)) } catch {
-            throw UseCaseError.unavailable(Self.bluezUnreachable(error))
-        }
-        var seen: [String: BLEAdvert] = [:]
-        do {
-            try await client.startDiscovery()
-            let adverts = try await client.adverts()
-            let deadline = Date().addingTimeInterval(TimeInterval(seconds))
-            let collector = Task {
-                var found: [String: BLEAdvert] = [:]
-                for await a in adverts {
-                    // At most `scanKept` addresses (a crowded room, or a transmitter rotating random ones).
-                    guard found[a.address] != nil || found.count < Self.scanKept else { continue }
-                    var merged = found[a.address] ?? a
-                    merged.rssi = a.rssi ?? merged.rssi
-                    merged.name = a.name ?? merged.name
-                    merged.serviceData.merge(a.serviceData) { $1 }
-                    merged.uuids = Array(Set(merged.uuids + a.uuids))
-                    found[a.address] = merged
-                    if Date() > deadline { break }
-                }
-                return found
-            }
-            guard await TimerFDScheduler.shared.sleep(for: TimeInterval(seconds)) != .cancelled else { throw CancellationError() }
-            collector.cancel()
-            seen = await collector.value
-            await client.stopDiscovery()
-        } catch let error as DBusError where Self.bluezMissing(error) {
-            throw UseCaseError.unavailable(Self.bluezUnreachable(error))
-        } catch {
-            throw UseCaseError.unavailable("scan failed: \(error)")
-        }
-        let remotes = (try? HIDButtonSource())?.remotes() ?? []
-        return candidates(adverts: Array(seen.values), remotes: remotes.map { ($0.address, $0.name) })
+    /// Listens for buttons for `seconds` through `scanner` (BlueZ discovery on a real machine), and adds the
+    /// HID remotes the kernel already has. Errors: the scanner's one line ("cannot reach BlueZ on the system
+    /// bus — is bluetoothd running? …", "scan failed: …").
+    public static func scan(seconds: Int, with scanner: any ButtonScanner) async throws -> [Candidate] {
+        candidates(adverts: try await scanner.adverts(seconds: seconds, keeping: scanKept), remotes: scanner.connectedRemotes())
     }
 
     /// The buttons among merged adverts (one per address) and connected HID remotes: BTHome by its service
@@ -231,27 +184,7 @@ public struct ButtonUseCases: Sendable {
         return unique.values.sorted { ($0.rssi ?? -999, $1.address) > ($1.rssi ?? -999, $0.address) }
     }
 
-    /// The agent's own button pipeline (allowlist, BTHome rules, gesture recognition) observing instead of
-    /// acting: every recognised gesture goes to `observer`, nothing is recorded. BLE buttons through
-    /// BlueZ, HID remotes through evdev (grabbed while watching, as the agent does).
-    public func observe(logger: Logger, observer: @escaping @Sendable (ButtonIntent) -> Void) throws -> ButtonService {
-        let repository = try repository()
-        let buttons = try repository.all()
-        guard !buttons.isEmpty else { throw UseCaseError.refused("no buttons added: dosetap button add ADDRESS --kind …") }
-        var bluez: BlueZClient?
-        if buttons.contains(where: { $0.kind != .hid }) {
-            do { bluez = BlueZClient(connection: try DBusConnection(bus: .system), logger: logger) } catch {
-                throw UseCaseError.unavailable(Self.bluezUnreachable(error))
-            }
-        }
-        let hid = buttons.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil
-        // The agent's own pipeline (allowlist, BTHome rules, gesture recognition), observing instead of acting.
-        return ButtonService(
-            bluez: bluez, hid: hid, buttons: repository, doses: nil, samples: nil,
-            clock: TimerFDScheduler.shared, logger: logger, databaseChanges: nil, observer: observer)
-    }
-
-    private func repository() throws -> ButtonRepository {
+    public func repository() throws -> ButtonRepository {
         ButtonRepository(database: try store.open())
     }
 

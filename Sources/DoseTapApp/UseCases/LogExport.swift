@@ -15,7 +15,7 @@ public struct LogExport: Sendable {
     private let identity: InstallIdentity
     private let clock: any WallClock
 
-    public init(store: DataStore, identity: InstallIdentity, clock: any WallClock = SystemClock()) {
+    public init(store: DataStore, identity: InstallIdentity, clock: any WallClock) {
         self.store = store
         self.identity = identity
         self.clock = clock

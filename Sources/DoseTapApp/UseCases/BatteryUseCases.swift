@@ -1,5 +1,4 @@
 import DoseTapCore
-import DoseTapLinux
 import DoseTapStore
 import Foundation
 
@@ -10,20 +9,18 @@ public struct BatteryUseCases: Sendable {
     /// The battery at a moment, forecast as if the machine were (or were not) going to sleep now.
     private let read: @Sendable (_ now: Date, _ goingToSleep: Bool) throws -> BatteryStatus
 
-    /// The command line's: everything read afresh from the machine and the data folder.
+    /// The command line's: everything read afresh from the machine and the data folder
+    /// (`MachinePorts.batteries` gives it the machine's own ports).
     /// - Parameters:
-    ///   - source: the power supplies; by default the machine's, through udev.
-    ///   - powerOff: the level at which the machine stops itself; by default UPower's configuration
-    ///     (`/etc/UPower`, or `DOSETAP_UPOWER_DIR`), read when a status is taken.
-    public init(store: DataStore, clock: any WallClock = SystemClock(),
-                source: @escaping @Sendable () throws -> any PowerSupplySource = { try UdevPowerSupplySource() },
-                powerOff: @escaping @Sendable () -> PowerOffPolicy = { UPowerConfigFiles.read().policy },
-                canWake: @escaping @Sendable (URL?) -> Bool = { directory in
-                    directory.map { WakeCheck.problem(dataDirectory: $0) == nil } ?? {
-                        if case .success = LinuxWakeAlarm().capability() { return true }
-                        return false
-                    }()
-                }) {
+    ///   - source: the power supplies (the machine's through udev).
+    ///   - powerOff: the level at which the machine stops itself (UPower's configuration), read when a
+    ///     status is taken.
+    ///   - canWake: whether the machine can wake itself for the alarm: the running agent's finding in the
+    ///     data folder, else this process's own check.
+    public init(store: DataStore, clock: any WallClock,
+                source: @escaping @Sendable () throws -> any PowerSupplySource,
+                powerOff: @escaping @Sendable () -> PowerOffPolicy,
+                canWake: @escaping @Sendable (URL?) -> Bool) {
         self.clock = clock
         read = { [clock] now, goingToSleep in
             let source = try source()

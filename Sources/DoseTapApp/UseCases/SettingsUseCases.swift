@@ -9,7 +9,7 @@ import Logging
 /// `.settingsChanged`.
 public struct SettingsUseCases: Sendable {
     public let settings: SettingsRepository
-    private let devices: FeedbackDevices?
+    private let devices: FeedbackChannels?
     private let history: DoseHistory?
     private let events: EventBus?
     private let logger: Logger
@@ -21,7 +21,7 @@ public struct SettingsUseCases: Sendable {
     ///     without them no sound can be chosen.
     ///   - history: tonight's dose log, to tell whether a changed reminder is already scheduled.
     ///   - alarmRinging: whether an alarm rings now (the agent knows; the command line does not).
-    public init(settings: SettingsRepository, devices: FeedbackDevices? = nil, history: DoseHistory? = nil,
+    public init(settings: SettingsRepository, devices: FeedbackChannels? = nil, history: DoseHistory? = nil,
                 events: EventBus? = nil, logger: Logger = Logger(label: "dosetap.settings"),
                 alarmRinging: (@Sendable () -> Bool)? = nil) {
         self.alarmRinging = alarmRinging
@@ -33,12 +33,12 @@ public struct SettingsUseCases: Sendable {
     }
 
     /// The settings in the data folder (created on first use); with `devices`, opened after the database.
-    public static func open(store: DataStore, devices: (() throws -> FeedbackDevices)? = nil, events: EventBus? = nil,
+    public static func open(store: DataStore, clock: any WallClock, devices: (() throws -> FeedbackChannels)? = nil, events: EventBus? = nil,
                             logger: Logger = Logger(label: "dosetap.settings")) throws -> SettingsUseCases {
         let database = try store.open()
         let devices = try devices?()
         return SettingsUseCases(settings: SettingsRepository(database: database), devices: devices,
-                                history: DoseHistory(store: store), events: events, logger: logger)
+                                history: DoseHistory(store: store, clock: clock), events: events, logger: logger)
     }
 
     // MARK: The night

@@ -1,5 +1,4 @@
 import DoseTapCore
-import DoseTapLinux
 import Foundation
 
 extension Nudge {
@@ -106,7 +105,7 @@ extension BatteryStatus {
 
 extension BatteryForecast {
     /// Will the battery last until the alarm: the prediction, its inputs and the nudge.
-    public func json(in timeZone: TimeZone = SystemTimeZone.current) -> JSON {
+    public func json(in timeZone: TimeZone) -> JSON {
         .object([
             ("alarmAt", .string(at.rfc3339(in: timeZone))),
             ("hoursUntil", .number(hoursUntil.rounded(places: 2))),

@@ -1,5 +1,4 @@
 import DoseTapCore
-import DoseTapLinux
 import DoseTapStore
 import Foundation
 
@@ -31,14 +30,11 @@ public struct AlertUseCases: Sendable {
     private let commands: [String]
 
     /// - Parameters:
-    ///   - supplies: the power supplies now; by default the machine's, through udev (none when udev cannot
-    ///     be read).
+    ///   - supplies: the power supplies now (the machine's through udev; none when udev cannot be read).
     ///   - commands: the names of the `[[alerts.command]]` sources of config.toml (listed before their first
     ///     run, with the usage the agent last read).
-    public init(store: DataStore, clock: any WallClock = SystemClock(),
-                supplies: @escaping @Sendable () -> [PowerSupplyReading] = {
-                    ((try? UdevPowerSupplySource().snapshot()) ?? []).map(PowerSupplyReading.init(raw:))
-                }, events: EventBus? = nil, commands: [String] = []) {
+    public init(store: DataStore, clock: any WallClock,
+                supplies: @escaping @Sendable () -> [PowerSupplyReading], events: EventBus? = nil, commands: [String] = []) {
         self.store = store
         self.clock = clock
         self.supplies = supplies

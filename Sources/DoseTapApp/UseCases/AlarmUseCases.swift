@@ -38,7 +38,7 @@ public struct AlarmUseCases: Sendable {
     ///   - battery: the battery now and its drain, or nil where none can be read (no nudge then).
     ///   - sounds: the names of this machine's sounds, to check an alarm's own sound (`dosetap sounds list`);
     ///     without it no sound can be chosen.
-    public init(store: DataStore, clock: any WallClock = SystemClock(), battery: @escaping @Sendable () -> BatteryStatus?,
+    public init(store: DataStore, clock: any WallClock, battery: @escaping @Sendable () -> BatteryStatus?,
                 events: EventBus? = nil, sounds: (@Sendable () -> Set<String>)? = nil) {
         self.store = store
         self.clock = clock

@@ -1,22 +1,14 @@
 import DoseTapCore
 import DoseTapCrypto
-import DoseTapLinux
 import DoseTapStore
 import Foundation
 
 /// What this install is to the outside: the per-install secret (`install-secret`, 0600, beside the
-/// database) and the stable values derived from it.
+/// database, read by `MachinePorts.installIdentity`) and the stable values derived from it.
 public struct InstallIdentity: Sendable {
     private let secret: [UInt8]
 
     public init(secret: [UInt8]) { self.secret = secret }
-
-    /// The identity of a data folder, its secret created on first use.
-    public static func load(dataDirectory: URL) throws -> InstallIdentity {
-        do { return InstallIdentity(secret: try InstallSecret.loadOrCreate(dataDirectory: dataDirectory)) } catch {
-            throw UseCaseError.unavailable(error.description)
-        }
-    }
 
     /// 16 hex digits that name this install in a calendar's UIDs (and say nothing else).
     public var calendarID: String { KeyedHash.hex(key: secret, domain: "ics-uid", value: "", bytes: 8) }
@@ -50,7 +42,7 @@ public struct CalendarExport: Sendable {
     private let clock: any WallClock
     private let identity: InstallIdentity
 
-    public init(store: DataStore, identity: InstallIdentity, clock: any WallClock = SystemClock()) {
+    public init(store: DataStore, identity: InstallIdentity, clock: any WallClock) {
         self.store = store
         self.identity = identity
         self.clock = clock

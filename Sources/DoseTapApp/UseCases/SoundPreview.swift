@@ -11,10 +11,10 @@ public final class SoundPreview: Sendable {
         var serial = 0
     }
 
-    private let devices: FeedbackDevices
+    private let devices: FeedbackChannels
     private let state = Mutex(State())
 
-    public init(devices: FeedbackDevices) {
+    public init(devices: FeedbackChannels) {
         self.devices = devices
     }
 

@@ -133,13 +133,6 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         ])
     }
 
-    /// The running agent's record; nil when no agent runs (or the record cannot be read).
-    public static func read(dataDirectory: URL) -> (status: HouseholdStatus, raw: Data)? {
-        guard let data = AgentStatusFile(dataDirectory: dataDirectory, name: fileName).readFromRunningAgent(),
-              let status = try? JSONDecoder().decode(HouseholdStatus.self, from: data) else { return nil }
-        return (status, data)
-    }
-
     /// The text of `household status`: times in `timeZone`, device text escaped.
     public func lines(timeZone: TimeZone) -> [String] {
         func when(_ text: String?) -> String {
