@@ -104,7 +104,9 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     }
     let answering = Task { try await answers.run() }
     let service = ButtonService(
-        bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address)), logger: logger, now: { clock.now() }),
+        sources: ButtonSources.machine(
+            bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address)), logger: logger, now: { clock.now() }),
+            hid: nil, clock: clock, logger: logger),
         buttons: ButtonRepository(database: db), doses: DoseUseCases(repository: DoseRepository(database: db), clock: clock, events: events),
         samples: BatterySampleRepository(database: db), events: events, clock: clock, logger: logger, databaseChanges: nil,
         onHandled: { signal, outcomes in

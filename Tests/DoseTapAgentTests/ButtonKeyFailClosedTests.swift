@@ -78,7 +78,7 @@ struct ButtonKeyFailClosedTests {
 
         let logs = InMemoryLogHandler()
         let repo = DoseRepository(database: db)
-        let service = ButtonService(bluez: nil, buttons: buttons, doses: DoseUseCases(repository: repo, clock: clock),
+        let service = ButtonService(sources: [], buttons: buttons, doses: DoseUseCases(repository: repo, clock: clock),
                                     samples: BatterySampleRepository(database: db), clock: clock,
                                     logger: Logger(label: "t") { _ in logs }, databaseChanges: nil)
         #expect(logs.entries.contains { $0.level == .error && $0.metadata["address"]?.description == Self.address })

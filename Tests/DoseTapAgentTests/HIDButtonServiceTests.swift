@@ -24,7 +24,7 @@ struct HIDButtonServiceTests {
         mapping.noDouble = noDouble
         try ButtonRepository(database: db).save(try ButtonConfig(address: Self.address, kind: .hid, name: "shutter", mapping: mapping))
         let repo = DoseRepository(database: db)
-        let s = ButtonService(bluez: nil, hid: nil, buttons: ButtonRepository(database: db),
+        let s = ButtonService(sources: [], buttons: ButtonRepository(database: db),
                               doses: DoseUseCases(repository: repo, clock: clock, battery: { battery }, events: events),
                               samples: BatterySampleRepository(database: db), events: events,
                               clock: clock, logger: logger, databaseChanges: nil)

@@ -87,7 +87,8 @@ struct ITagButtonServiceTests {
             let itag = try #require(tags[Self.itag]), stranger = try #require(tags[Self.stranger])
             let (changes, changed) = AsyncStream<Void>.makeStream()
             let service = ButtonService(
-                bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address)), logger: logger), buttons: buttons,
+                sources: ButtonSources.machine(bluez: BlueZClient(connection: try DBusConnection(bus: .address(bus.address)), logger: logger),
+                                               hid: nil, clock: clock, logger: logger), buttons: buttons,
                 doses: DoseUseCases(repository: repo, clock: clock), samples: samples, clock: clock, logger: logger,
                 databaseChanges: changes)
             let running = Task { try await service.run() }

@@ -74,8 +74,9 @@ extension ButtonService {
         guard !configured.isEmpty else { throw UseCaseError.refused("no buttons added: dosetap button add ADDRESS --kind …") }
         let bluez = configured.contains(where: { $0.kind != .hid }) ? try BlueZButtonScanner.client(logger: logger) : nil
         let hid = configured.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil
+        let clock = TimerFDScheduler.shared
         return ButtonService(
-            bluez: bluez, hid: hid, buttons: repository, doses: nil, samples: nil,
-            clock: TimerFDScheduler.shared, logger: logger, databaseChanges: nil, observer: observer)
+            sources: ButtonSources.machine(bluez: bluez, hid: hid, clock: clock, logger: logger, observing: true), buttons: repository, doses: nil, samples: nil,
+            clock: clock, logger: logger, databaseChanges: nil, observer: observer)
     }
 }

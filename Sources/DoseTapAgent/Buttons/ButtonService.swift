@@ -7,44 +7,38 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Buttons in the agent, as a short pipeline: every adapter (BTHome adverts from BlueZ, HID remotes from
-/// udev + evdev, iTags over GATT) feeds one stream of `ButtonSignal`s; one loop hands each to the
-/// `ButtonPipeline` (allowlist, gestures, flood guard, the dose use case). Survives bluetoothd restarting;
-/// picks up added, removed or remapped buttons without a restart.
+/// Buttons in the agent, as a short pipeline: every source (`ButtonSource`: BTHome adverts from BlueZ, HID
+/// remotes from udev + evdev, iTags over GATT) feeds one stream of `ButtonSignal`s; one loop hands each to
+/// the `ButtonPipeline` (allowlist, gestures, flood guard, the dose use case). Picks up added, removed or
+/// remapped buttons without a restart, telling each source the added buttons of its kinds.
 public final class ButtonService: Service, Sendable, CustomStringConvertible {
     public var description: String { "ButtonService" }
 
-    let bluez: BlueZClient?
-    private let hid: HIDButtonSource?
-    /// The GATT followers of the added iTags (ITagButtons.swift).
-    let itags = ITagFollowers()
+    let sources: [any ButtonSource]
     private let buttons: ButtonRepository
     public let pipeline: ButtonPipeline
     let clock: any Scheduling
     let logger: Logger
     private let databaseChanges: AsyncStream<Void>?
     private let onHandled: @Sendable (ButtonSignal, [DoseOutcome]) -> Void
-    /// `dosetap button test`: gestures are printed, nothing acts, links made for the test are dropped.
-    let observing: Bool
     private let reportedUnusable = Mutex(RecentKeys<String>(capacity: 256))
 
     /// - Parameters:
+    ///   - sources: where buttons are heard (`ButtonSources.machine` on a real machine).
     ///   - doses: the dose use case every press goes through; nil with `observer` (nothing acts).
     ///   - samples: where button batteries are kept; nil with `observer`.
     ///   - onHandled: called after each signal with what it decided (benchmarks).
-    public init(bluez: BlueZClient?, hid: HIDButtonSource? = nil, buttons: ButtonRepository,
+    public init(sources: [any ButtonSource], buttons: ButtonRepository,
                 doses: DoseUseCases?, samples: BatterySampleRepository?, events: EventBus? = nil,
                 clock: any Scheduling, logger: Logger, databaseChanges: AsyncStream<Void>?,
                 onHandled: @escaping @Sendable (ButtonSignal, [DoseOutcome]) -> Void = { _, _ in },
                 observer: (@Sendable (ButtonIntent) -> Void)? = nil, alarms: (any RingingAlarmControl)? = nil) {
-        self.bluez = bluez
-        self.hid = hid
+        self.sources = sources
         self.buttons = buttons
         self.clock = clock
         self.logger = logger
         self.databaseChanges = databaseChanges
         self.onHandled = onHandled
-        observing = observer != nil
         let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
         pipeline = ButtonPipeline(buttons: stored.buttons, doses: observer == nil ? doses : nil,
                                   samples: observer == nil ? samples : nil, events: events,
@@ -64,9 +58,10 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     }
 
     public func run() async throws {
-        // One stream of everything the adapters report; bounded, so a radio flood cannot grow it without end.
+        // One stream of everything the sources report; bounded, so a radio flood cannot grow it without end.
         let (signals, sink) = AsyncStream<ButtonSignal>.makeStream(bufferingPolicy: .bufferingNewest(4096))
-        // Shutdown cancels everything below (the streams end on cancellation), then closes the bus.
+        await tellSources()
+        // Shutdown cancels everything below (the streams end on cancellation), then the sources close.
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -75,16 +70,23 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                     }
                 }
                 group.addTask { await self.followConfiguration() }
-                group.addTask { await self.followBlueZ(into: sink) }
-                group.addTask { await self.followHID(into: sink) }
-                group.addTask { await self.followITags(into: sink) }
-                // Each follower runs until cancelled; one ending early (no BlueZ, no udev) must not stop the others.
+                for source in self.sources {
+                    group.addTask { await source.run(into: { sink.yield($0) }) }
+                }
+                // Each source runs until cancelled; one ending early (no BlueZ, no udev) must not stop the others.
                 while await group.next() != nil, !Task.isCancelled {}
                 sink.finish()
                 group.cancelAll()
             }
         }
-        bluez?.connection.close()
+        for source in sources { source.close() }
+    }
+
+    /// Tells each source the added buttons of its kinds.
+    private func tellSources() async {
+        for source in sources {
+            await source.follow(Set(pipeline.interpreter.configured.filter { source.kinds.contains($0.kind) }.map(\.address)))
+        }
     }
 
     /// Re-reads the allowlist whenever the database changes (the CLI added or remapped a button).
@@ -97,63 +99,25 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
             if Set(now) != Set(pipeline.interpreter.configured) {
                 pipeline.replace(now)
                 logger.info("buttons changed", metadata: ["buttons": "\(now.map(\.address).sorted().joined(separator: ","))"])
-                hid?.setAddresses(pipeline.configured(.hid))
-                itags.setAddresses(pipeline.configured(.itag))
-                if now.contains(where: { $0.kind == .bthome }) { try? await bluez?.startDiscovery() }
+                await tellSources()
             }
         }
     }
+}
 
-    /// Adverts, and a fresh start whenever bluetoothd gets a new owner or an adapter comes (back) on.
-    private func followBlueZ(into sink: AsyncStream<ButtonSignal>.Continuation) async {
-        guard let bluez else { return await Task.untilCancelled() }
-        while !Task.isCancelled {
-            do {
-                let owners = try await bluez.ownerChanges()
-                let adapters = try await bluez.adapterChanges()
-                if !pipeline.configured(.bthome).isEmpty { try await bluez.startDiscovery() }
-                let adverts = try await bluez.adverts()
-                logger.info("listening to BlueZ", metadata: ["buttons": "\(pipeline.interpreter.configured.count)"])
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await advert in adverts { sink.yield(.advert(advert)) }
-                    }
-                    group.addTask {
-                        for await owner in owners where !owner.isEmpty {
-                            self.logger.notice("bluetoothd restarted: re-reading its objects and the discovery filter")
-                            return
-                        }
-                    }
-                    group.addTask {
-                        for await change in adapters {
-                            switch change {
-                            case .poweredOn(let adapter), .added(let adapter):
-                                self.logger.notice("adapter on: re-reading BlueZ's objects and the discovery filter", metadata: ["adapter": "\(adapter)"])
-                                return
-                            case .poweredOff(let adapter):
-                                self.logger.warning("adapter powered off: buttons are out of reach until it is back", metadata: ["adapter": "\(adapter)"])
-                            case .removed(let adapter):
-                                self.logger.warning("adapter removed", metadata: ["adapter": "\(adapter)"])
-                            }
-                        }
-                    }
-                    await group.next()
-                    group.cancelAll()
-                }
-                if !bluez.connection.isConnected { return }
-            } catch {
-                logger.warning("BlueZ unavailable; retrying in 10 s", metadata: ["error": "\(error)"])
-                _ = await clock.sleep(for: 10)
-            }
+/// The machine's button sources.
+public enum ButtonSources {
+    /// BTHome adverts and iTags through `bluez` (one bus for both), HID remotes through `hid`.
+    /// - Parameter observing: `dosetap button test`: the links made for the test are dropped at its end.
+    public static func machine(bluez: BlueZClient?, hid: HIDButtonSource?, clock: any Scheduling, logger: Logger,
+                               observing: Bool = false) -> [any ButtonSource] {
+        var sources: [any ButtonSource] = []
+        if let bluez {
+            sources.append(BTHomeAdvertSource(bluez: bluez, clock: clock, logger: logger))
+            sources.append(ITagSource(bluez: bluez, clock: clock, logger: logger, disconnectOnStop: observing))
         }
-    }
-
-    /// HID remotes: key downs and ups (gestures are recognised by the pipeline, with its timers).
-    private func followHID(into sink: AsyncStream<ButtonSignal>.Continuation) async {
-        guard let hid else { return await Task.untilCancelled() }
-        for await event in hid.events(addresses: pipeline.configured(.hid)) {
-            sink.yield(ButtonSignal(event))
-        }
+        if let hid { sources.append(HIDRemoteSource(hid: hid)) }
+        return sources
     }
 }
 

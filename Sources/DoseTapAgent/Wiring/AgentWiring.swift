@@ -191,7 +191,8 @@ final class AgentWiring: Sendable {
         }
         guard bluez != nil || hid != nil else { return [] }
         return [.init(service: ButtonService(
-            bluez: bluez, hid: hid, buttons: ButtonRepository(database: database),
+            sources: ButtonSources.machine(bluez: bluez, hid: hid, clock: TimerFDScheduler.shared, logger: logger),
+            buttons: ButtonRepository(database: database),
             doses: doses, samples: history, events: events,
             clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes(), alarms: ringing))]
     }

@@ -1,28 +1,52 @@
-import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
-import DoseTapStore
 import Foundation
 import Logging
 import Synchronization
 
-/// iTag-style GATT buttons in the agent: one `GATTButtonClient` follower per added iTag (started and
-/// stopped as the allowlist changes); its bare presses, battery and link changes become `ButtonSignal`s
-/// of the service's one stream.
-extension ButtonService {
-    /// Follows the added iTags until cancelled, feeding their presses, batteries and links into `sink`;
-    /// then leaves each one cleanly (StopNotify) before returning.
-    func followITags(into sink: AsyncStream<ButtonSignal>.Continuation) async {
-        guard let bluez else { return await Task.untilCancelled() }
+/// iTag-style GATT buttons: one `GATTButtonClient` follower per added iTag (started and stopped as the
+/// allowlist changes); their bare presses, batteries and link changes become `ButtonSignal`s.
+struct ITagSource: ButtonSource {
+    let bluez: BlueZClient
+    let clock: any Scheduling
+    let logger: Logger
+    /// `button test` drops the links it made when it ends; the agent keeps them (see GATTButtonClient).
+    let disconnectOnStop: Bool
+    let followers = ITagFollowers()
+
+    var kinds: Set<ButtonKind> { [.itag] }
+
+    func follow(_ addresses: Set<String>) async {
+        followers.setAddresses(addresses)
+    }
+
+    /// Follows the added iTags until cancelled; then leaves each one cleanly (StopNotify) before returning.
+    func run(into sink: @escaping @Sendable (ButtonSignal) -> Void) async {
         let client = GATTButtonClient(bluez: bluez, clock: clock, logger: logger)
         let clock = self.clock
-        // `button test` (observing) drops the links it made when it ends; the agent keeps them (see GATTButtonClient).
-        itags.start(client: client, disconnectOnStop: observing) { address, event in
-            sink.yield(ButtonSignal(itag: address, event, now: clock.now()))
+        followers.start(client: client, disconnectOnStop: disconnectOnStop) { address, event in
+            sink(ButtonSignal(itag: address, event, now: clock.now()))
         }
-        itags.setAddresses(pipeline.configured(.itag))
         await Task.untilCancelled()
-        await itags.stopAll()
+        await followers.stopAll()
+    }
+
+    func close() {}
+}
+
+extension ButtonSignal {
+    /// An iTag's event (BlueZ GATT adapter) as a button signal. `now` stamps the battery reading.
+    public init(itag address: String, _ event: GATTButtonEvent, now: Date) {
+        switch event {
+        case .connected:
+            self = .link(address: address, kind: .itag, .connected(detail: [:]))
+        case .disconnected(let reason):
+            self = .link(address: address, kind: .itag, .disconnected(reason: reason, interruptedPress: false))
+        case .battery(let level):
+            self = .battery(address: address, kind: .itag, level: level, at: now)
+        case .press(let at):
+            self = .key(address: address, kind: .itag, .press(at: at))
+        }
     }
 }
 
