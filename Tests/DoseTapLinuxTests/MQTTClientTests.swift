@@ -1,3 +1,4 @@
+import DoseTapCore
 import DoseTapLinux
 import DoseTapTesting
 import Foundation

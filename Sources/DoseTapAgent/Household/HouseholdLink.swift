@@ -2,8 +2,9 @@ import DoseTapApp
 import DoseTapCore
 import DoseTapLinux
 
-/// The household broker, as the cascade uses it (`MQTTClient` on the machine).
-public struct HouseholdLink: Sendable {
+/// The household broker on the machine: `[mqtt]`'s MQTT client behind the `HouseholdBroker` port (Home
+/// Assistant shares the client's connection).
+public struct HouseholdLink: HouseholdBroker {
     public var client: MQTTClient
     public var host: String
     public var port: Int
@@ -19,6 +20,21 @@ public struct HouseholdLink: Sendable {
         self.url = url
         self.anonymous = anonymous
     }
+
+    public var messages: AsyncStream<MQTTMessage> { client.messages }
+    public var links: AsyncStream<Bool> { client.links }
+
+    public func connect(clock: any Scheduling) async throws {
+        try await client.connect(host: host, port: port, clock: clock)
+    }
+
+    public func subscribe(_ pattern: String) throws { try client.subscribe(pattern) }
+
+    public func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
+        try client.publish(topic, payload, retain: retain)
+    }
+
+    public func disconnect() { client.disconnect() }
 
     /// A broker configured but not used: a security setting could not be applied (the reason says which).
     public struct Refused: Error, Sendable, Equatable {

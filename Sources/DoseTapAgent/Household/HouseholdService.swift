@@ -48,7 +48,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
 
     let identity: HouseholdIdentity
     let database: DoseTapDatabase
-    let link: HouseholdLink?
+    let link: (any HouseholdBroker)?
     let refused: HouseholdLink.Refused?
     let delivery: BackupDelivery
     let ringer: AlarmRinger
@@ -65,7 +65,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     /// - Parameters:
     ///   - stopPrimary: stops this machine's own ringing alarm `id` when the household stopped it elsewhere.
     ///   - onRing: called when a backup alarm starts ringing here (slot, started at): the latency figures.
-    public convenience init(identity: HouseholdIdentity, database: DoseTapDatabase, link: HouseholdLink?, delivery: BackupDelivery,
+    public convenience init(identity: HouseholdIdentity, database: DoseTapDatabase, link: (any HouseholdBroker)?, delivery: BackupDelivery,
                             ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
                             stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?,
                             onRing: (@Sendable (SlotKey, Date) -> Void)? = nil) {
@@ -75,7 +75,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
 
     /// - Parameters:
     ///   - broker: the household broker, a configured one refused (shown by `household status`), or nil.
-    public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<HouseholdLink, HouseholdLink.Refused>?, delivery: BackupDelivery,
+    public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<any HouseholdBroker, HouseholdLink.Refused>?, delivery: BackupDelivery,
                 ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
                 stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?,
                 onRing: (@Sendable (SlotKey, Date) -> Void)? = nil) {
@@ -113,22 +113,21 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     public func run() async throws {
         var tasks: [Task<Void, Never>] = []
         if let link {
-            let client = link.client
             tasks.append(Task { [weak self] in
-                for await message in client.messages { self?.receive(message) }
+                for await message in link.messages { self?.receive(message) }
             })
             tasks.append(Task { [weak self] in
-                for await up in client.links { self?.linkChanged(up) }
+                for await up in link.links { self?.linkChanged(up) }
             })
             tasks.append(Task { [logger, clock] in
                 do {
-                    try await client.connect(host: link.host, port: link.port, clock: clock)
+                    try await link.connect(clock: clock)
                 } catch {
                     logger.error("cannot reach the household broker yet; still trying", metadata: ["broker": "\(link.url)", "error": "\(error)"])
                 }
             })
             do {
-                for pattern in HouseholdTopic.subscriptions(household: identity.topic) { try client.subscribe(pattern) }
+                for pattern in HouseholdTopic.subscriptions(household: identity.topic) { try link.subscribe(pattern) }
             } catch {
                 logger.error("cannot follow the household", metadata: ["error": "\(error)"])
             }
@@ -154,7 +153,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
         if let link {
             // A clean goodbye: the broker does not send the last will after a clean disconnect.
             publish(.peer(device: identity.device), HouseholdMessage.encode(PeerMessage.offline), retain: true)
-            link.client.disconnect()
+            link.disconnect()
         }
     }
 
@@ -173,7 +172,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     func publish(_ topic: HouseholdTopic, _ payload: [UInt8], retain: Bool) {
         guard let link else { return }
         do {
-            try link.client.publish(topic.topic(household: identity.topic), payload, retain: retain)
+            try link.publish(topic.topic(household: identity.topic), payload, retain: retain)
         } catch {
             logger.error("cannot publish to the household", metadata: ["error": "\(error)"])
         }

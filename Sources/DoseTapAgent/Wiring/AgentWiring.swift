@@ -94,7 +94,7 @@ final class AgentWiring: Sendable {
         broker = householdLink(settings.mqtt, identity: identity, logger: logger)
         let alarms = self.alarms, alarmUseCases = self.alarmUseCases, ringLogger = logger
         household = HouseholdService(
-            identity: identity, database: database, broker: broker,
+            identity: identity, database: database, broker: broker.map { $0.map { $0 as any HouseholdBroker } },
             delivery: BackupDelivery(http: AsyncHTTPOutbound(), clock: TimerFDScheduler.shared, wording: .init(household: identity.name),
                                      pushTokenFile: settings.pushTokenFile, pushServer: settings.pushServer,
                                      phone: settings.phone, logger: logger),

@@ -4,21 +4,6 @@ import Foundation
 import Logging
 import Synchronization
 
-/// A message from the broker. Anything in it is untrusted: the cascade parses and checks it.
-public struct MQTTMessage: Sendable, Equatable {
-    public var topic: String
-    public var payload: [UInt8]
-    /// Published retained: delivered from the broker's retained store, or live but kept there for the next
-    /// subscriber (the subscription's "retain as published").
-    public var retained: Bool
-
-    public init(topic: String, payload: [UInt8], retained: Bool) {
-        self.topic = topic
-        self.payload = payload
-        self.retained = retained
-    }
-}
-
 public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }

@@ -1,0 +1,68 @@
+import DoseTapAgent
+import DoseTapApp
+import DoseTapCore
+import DoseTapLinux
+import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Logging
+import Testing
+
+/// The household link as a port (#26): the service talks to `HouseholdBroker` only, so its protocol with the
+/// broker is tested here in memory; the three-agent scenarios run it on a real mosquitto.
+@Suite("HouseholdService through the HouseholdBroker port", .timeLimit(.minutes(1)))
+struct HouseholdBrokerPortTests {
+    static let t = Date(timeIntervalSince1970: 1_772_427_600) // 2026-03-02 05:00 UTC
+
+    static func eventually(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<500 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    @Test("follows the household's topics, says it is online when the link is up, hears a peer, and says goodbye at stop")
+    func protocolWithTheBroker() async throws {
+        let clock = FakeClock(Self.t, timeZone: TimeZone(identifier: "UTC")!)
+        let directory = freshDataFolder("dosetap-household-port")
+        let database = try DoseTapDatabase(directory: directory)
+        let identity = HouseholdIdentity(name: "Jen's family", device: "bedroom-pi")
+        let logger = Logger(label: "household.port")
+        let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
+                                      beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
+        let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+        let broker = FakeHouseholdBroker()
+        let service = HouseholdService(
+            identity: identity, database: database, link: broker,
+            delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
+                                     pushServer: "http://127.0.0.1:9", phone: nil, logger: logger),
+            ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil,
+            stopPrimary: { _ in false }, statusFile: nil)
+        let running = Task { try await service.run() }
+
+        #expect(await Self.eventually { broker.connects == 1 })
+        #expect(broker.subscriptions == HouseholdTopic.subscriptions(household: "jen-s-family"))
+
+        // Link up: the service says it is online, retained, on its own peer topic.
+        broker.link(true)
+        let peerTopic = HouseholdTopic.peer(device: "bedroom-pi").topic(household: "jen-s-family")
+        #expect(await Self.eventually { broker.published.contains { $0.topic == peerTopic && $0.retain && $0.text.contains("online") } })
+
+        // A peer's heartbeat: heard. A message of another household: not.
+        broker.deliver(topic: HouseholdTopic.peer(device: "kitchen").topic(household: "jen-s-family"),
+                       String(decoding: HouseholdMessage.encode(PeerMessage(online: Int64(Self.t.timeIntervalSince1970))), as: UTF8.self),
+                       retained: true)
+        broker.deliver(topic: HouseholdTopic.peer(device: "attic").topic(household: "neighbours"),
+                       String(decoding: HouseholdMessage.encode(PeerMessage(online: Int64(Self.t.timeIntervalSince1970))), as: UTF8.self))
+        #expect(await Self.eventually { service.peers["kitchen"] == true })
+        #expect(service.peers["attic"] == nil)
+
+        // Stop: a clean goodbye (offline, retained), then the link is closed.
+        running.cancel()
+        _ = try? await running.value
+        let last = try #require(broker.published.last)
+        #expect(last.topic == peerTopic && last.retain && last.text.contains("offline"))
+        #expect(broker.disconnects == 1)
+    }
+}
