@@ -205,6 +205,43 @@ struct AlarmServiceTests {
         }
     }
 
+    /// #26: a ring stopped by the command line (another process) once ended its sound here but published no
+    /// `.alarmEnded`, so the dashboard and Home Assistant went on showing it ringing; one stopped in the agent
+    /// was published by the use case. Now the service holding the ring publishes its end, once, either way.
+    @Test("a ring's end is published once, by the service holding it, whoever answered: the command line or this agent")
+    func endPublishedOnce() async throws {
+        try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in
+            let w = try world(bus: bus)
+            let seen = Locked<[String]>([])
+            let stream = w.events.subscribe()
+            let collector = Task {
+                for await event in stream {
+                    guard case .alarmEnded(let ring) = event else { continue }
+                    seen.withLock { $0.append("\(ring.alarmID) \(ring.outcome.rawValue) \(ring.endedBy?.rawValue ?? "-")") }
+                }
+            }
+            defer { collector.cancel() }
+            let first = try add(w, "06:30")
+            _ = await setAndTick(w, "06:30:00")
+            #expect(w.service.isRinging)
+            _ = try w.cli.stopRinging(by: .cli)
+            #expect(seen.value.isEmpty, "the command line's use case publishes nothing of its own")
+            _ = await w.service.tick()
+            #expect(try await eventually { seen.value == ["\(first) stopped cli"] })
+            _ = await w.service.tick()
+
+            let second = try add(w, "06:40")
+            _ = await setAndTick(w, "06:40:00")
+            #expect(w.service.isRinging)
+            #expect(w.ringing.stop(by: .button))
+            _ = await w.service.tick()
+            _ = await w.service.tick()
+            #expect(try await eventually { seen.value.count == 2 })
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(seen.value == ["\(first) stopped cli", "\(second) stopped button"])
+        }
+    }
+
     @Test("Snooze rings again 9 minutes later, as often as asked; then Stop; a daily alarm stays on for tomorrow")
     func snooze() async throws {
         try await PrivateBus.run(mockTemplate: "notification_daemon") { bus in

@@ -63,6 +63,11 @@ struct AlarmAgentTests {
         let database = try DoseTapDatabase(directory: cli.dataDirectory)
         let log = LineBuffer()
         let sink = cli.home.appendingPathComponent("ring.wav").path
+        // The dashboard on its socket only: its event stream says each ring's start and end (#26: a ring
+        // stopped from the command line once ended without a word to the dashboard and Home Assistant).
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try cli.writeConfig("[web]\nlisten = []\n")
         try await PrivateBus.run(mockTemplate: "bluez5", system: true) { system in
             let bluez = try DBusConnection(bus: .address(system.address))
             try await bluez.addMockBlueZDevice(Self.shelly, alias: "SBBT-002C")
@@ -76,11 +81,16 @@ struct AlarmAgentTests {
                     // ALSA's file sink.
                     environment: cli.environment(tz: tz, extra: ["DBUS_SYSTEM_BUS_ADDRESS": system.address,
                                                                  "DBUS_SESSION_BUS_ADDRESS": session.address,
+                                                                 "XDG_RUNTIME_DIR": runtime.path,
                                                                  "PATH": "/nonexistent", "DOSETAP_AUDIO_DEVICE": "file:FILE=\(sink),FORMAT=wav"]),
                     input: .none, output: .discarded, error: .sequence
                 ) { execution in
                     let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
                     #expect(await log.wait(for: "listening to BlueZ", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+                    #expect(await log.wait(for: "web dashboard listening", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+                    let stream = try UnixStreamReader(path: runtime.appendingPathComponent("dosetap/web.sock").path,
+                                                      request: "GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                    #expect(stream.wait(for: "event: ready", timeout: 10) != nil, "\(stream.received)")
                     let minute = Date() < firstMinute.addingTimeInterval(-5) ? firstMinute : firstMinute.addingTimeInterval(60)
                     let hhmm = Self.hourMinute(minute, zone)
                     let added = try await cli.run(["alarm", "add", hhmm, "--label", "Wake"], tz: tz)
@@ -106,6 +116,7 @@ struct AlarmAgentTests {
                     let stop = try await cli.run(["alarm", "stop"], tz: tz)
                     #expect(stop.exitCode == 0 && stop.out == "Stopped alarm 1 (\(hhmm), \"Wake\").\n", "\(stop.out) \(stop.err)")
                     #expect(await log.wait(for: "alarm ring ended", timeout: 5) != nil, "\(log.all.joined(separator: "\n"))")
+                    #expect(stream.wait(for: "event: alarmEnded", timeout: 10) != nil, "\(stream.received)")
                     #expect(try await waitFor { try await mockCalls(desktop, notifications.destination, notifications.path, "CloseNotification").count == 1 })
 
                     // 2. An alarm of this minute armed before it (the agent finds it at most 10 minutes late: it rings at once);
@@ -126,6 +137,10 @@ struct AlarmAgentTests {
                     try await bluez.sendBTHome(Self.shelly, [0x40, 0x00, 0x07, 0x3A, 0x01])
                     #expect(try await waitFor { try rings.history(alarmID: third.id).last?.outcome == .stopped }, "\(log.all.joined(separator: "\n"))")
                     #expect(await log.wait(for: "button answered the alarm", timeout: 5) != nil)
+                    // Three rings, three ends on the stream: each said once, whoever answered.
+                    _ = stream.wait(for: "\u{0}", timeout: 3)  // reads 3 s more: a second end of any ring would be here by then
+                    #expect(stream.received.components(separatedBy: "event: alarmRinging").count - 1 == 3, "\(stream.received)")
+                    #expect(stream.received.components(separatedBy: "event: alarmEnded").count - 1 == 3, "\(stream.received)")
 
                     try execution.send(signal: .terminate)
                     _ = try? await reader.value

@@ -159,8 +159,12 @@ public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStrin
     private func follow(_ ring: AlarmRing, current: AlarmRinger.Ringing?, tracks: [AlarmTrack], rings: AlarmRingRepository,
                         now: Date, zone: TimeZone) async throws -> Date? {
         guard ring.outcome == .ringing else {
-            // Answered elsewhere (the command line, another process): stop the sound.
-            if let current { await end(current, outcome: ring) }
+            // Answered — in this agent (a use case, then a poke) or in another process (the command line, then
+            // the database's change): stop the sound and say so, once, here where the ring is held.
+            if let current {
+                await end(current, outcome: ring)
+                events?.publish(.alarmEnded(ring))
+            }
             return nil
         }
         let track = tracks.first { $0.alarm.id == ring.alarmID }

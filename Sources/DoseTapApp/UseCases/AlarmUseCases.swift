@@ -245,7 +245,7 @@ public struct AlarmUseCases: Sendable {
             throw UseCaseError.unavailable("could not save the alarm: \(error)")
         }
         guard let ended else { throw nothing }
-        events?.publish(.alarmEnded(ended))
+        // The service holding the ring ends its sound and publishes `.alarmEnded` (once, whoever answered).
         return RingAnswer(alarm: try AlarmRepository(database: database).find(id: ended.alarmID), ring: ended, backupOf: nil)
     }
 
