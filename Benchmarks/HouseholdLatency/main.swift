@@ -34,16 +34,23 @@ try await PrivateBroker.run { broker in
     let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
                                   beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/dev/null"), desktop: nil)
     let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared, logger: logger)
+    let events = EventBus()
     let service = HouseholdService(
         identity: household, database: database, link: HouseholdLink(client: client, host: "127.0.0.1", port: broker.port, url: "mqtt://127.0.0.1"),
         delivery: BackupDelivery(http: NoHTTP(), clock: TimerFDScheduler.shared, wording: .init(household: "Bench"), pushTokenFile: nil, phone: nil,
                                  logger: logger),
-        ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: nil, databaseChanges: nil,
-        stopPrimary: { _ in false }, statusFile: nil,
-        onRing: { slot, started in
-            latencies.withLock { $0.append(started.timeIntervalSince(slot.date) * 1000) }
+        ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: nil,
+        stopPrimary: { _ in false }, statusFile: nil)
+    // A backup ringing here is news on the event bus, as the dashboard and Home Assistant hear it.
+    let heard = events.subscribe()
+    let listener = Task {
+        for await event in heard {
+            guard case .backupAlarmRinging(let ring, _, _) = event, let started = ring.startedAt else { continue }
+            latencies.withLock { $0.append(started.timeIntervalSince(ring.dueAt) * 1000) }
             rang.continuation.yield()
-        })
+        }
+    }
+    defer { listener.cancel() }
     let task = Task { try await service.run() }
     let ringing = RingingAlarms(alarms: AlarmUseCases(store: DataStore(database: database), clock: SystemClock(), battery: { nil }),
                                 holders: [service], logger: logger)

@@ -100,7 +100,7 @@ extension WebDashboard {
             guard let alarms, let (views, unusable) = try? alarms.list() else { return nil }
             return AlarmsPage.fragment(alarms: views, unusable: unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" },
                                        warnings: alarmWarnings(), timeZone: clock.timeZone, csrf: csrf, backups: backups(views, alarms),
-                                       ringing: ringingAlarms.withLock { $0 })
+                                       ringing: ringingAlarms.withLock { $0 }, backupsRinging: backupsRinging)
         case "batteries":
             guard let batteries else { return nil }
             let now = clock.now()
@@ -114,12 +114,19 @@ extension WebDashboard {
         }
     }
 
+    /// The household's alarms ringing here as backups, as the Alarms page says them.
+    var backupsRinging: [String] { ringingBackups.withLock { $0.sorted { $0.key < $1.key }.map(\.value) } }
+
     /// What the pages remember of the event stream: the last press of each button, the alarms ringing.
     func remember(_ event: AgentEvent) {
         switch event {
         case .buttonPressed(let address, let gesture): buttons?.recordPress(address: address, gesture: gesture, at: clock.now())
         case .alarmRinging(let ring, _): ringingAlarms.withLock { _ = $0.insert(ring.alarmID) }
         case .alarmEnded(let ring), .alarmMissed(let ring, _): ringingAlarms.withLock { _ = $0.remove(ring.alarmID) }
+        case .backupAlarmRinging(let ring, let alarm, let owner):
+            let line = "Backup alarm ringing: \(alarm.time) “\(alarm.label)” of \(owner)."
+            ringingBackups.withLock { $0[ring.id] = line }
+        case .backupAlarmEnded(let ring, _): ringingBackups.withLock { _ = $0.removeValue(forKey: ring.id) }
         default: break
         }
         // After what is remembered changed: a view drawn from now on shows it.

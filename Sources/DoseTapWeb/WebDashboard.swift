@@ -44,6 +44,8 @@ public final class WebDashboard: Sendable {
     let limiter: Mutex<RateLimiter>
     /// The alarms ringing now, as the agent's event stream told (alarm ids).
     let ringingAlarms = Mutex<Set<Int>>([])
+    /// The household's alarms ringing here as backups (#12), by ring: the line the Alarms page shows.
+    let ringingBackups = Mutex<[Int64: String]>([:])
     let sounds: WebSounds?
     let buttons: WebButtons?
     /// This machine's name and whether a household broker is set: the backup rules (#12); nil hides backups.

@@ -14,8 +14,8 @@ import Testing
 struct HouseholdBrokerPortTests {
     static let t = Date(timeIntervalSince1970: 1_772_427_600) // 2026-03-02 05:00 UTC
 
-    static func eventually(_ condition: () -> Bool) async -> Bool {
-        for _ in 0..<500 {
+    static func eventually(tries: Int = 500, _ condition: () -> Bool) async -> Bool {
+        for _ in 0..<tries {
             if condition() { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -64,5 +64,72 @@ struct HouseholdBrokerPortTests {
         let last = try #require(broker.published.last)
         #expect(last.topic == peerTopic && last.retain && last.text.contains("offline"))
         #expect(broker.disconnects == 1)
+    }
+
+    @Test("a backup ringing here is news on the event bus — its start, and its end once — as the dashboard and Home Assistant hear it")
+    func backupRingIsNews() async throws {
+        let clock = FakeClock(Self.t, timeZone: TimeZone(identifier: "UTC")!)
+        let database = try DoseTapDatabase(directory: freshDataFolder("dosetap-household-news"))
+        let identity = HouseholdIdentity(name: "Jen's family", device: "bedroom-pi")
+        let logger = Logger(label: "household.news")
+        let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
+                                      beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
+        let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+        let broker = FakeHouseholdBroker()
+        let events = EventBus()
+        let news = Locked<[String]>([])
+        let heard = events.subscribe()
+        let listener = Task {
+            for await event in heard {
+                switch event {
+                case .backupAlarmRinging(let ring, let alarm, let owner):
+                    news.withLock { $0.append("ringing \(alarm.time) \(alarm.label) of \(owner) due \(Int(ring.dueAt.timeIntervalSince(Self.t)))") }
+                case .backupAlarmEnded(let ring, let owner):
+                    news.withLock { $0.append("ended \(ring.outcome.rawValue) \(ring.endedBy?.rawValue ?? "-") of \(owner)") }
+                default: break
+                }
+            }
+        }
+        defer { listener.cancel() }
+        let service = HouseholdService(
+            identity: identity, database: database, link: broker,
+            delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
+                                     pushServer: "http://127.0.0.1:9", phone: nil, logger: logger),
+            ringer: ringer, clock: clock, logger: logger, events: events, databaseChanges: nil,
+            stopPrimary: { _ in false }, statusFile: nil)
+        let ringing = RingingAlarms(alarms: AlarmUseCases(store: DataStore(database: database), clock: clock, battery: { nil }),
+                                    holders: [service], logger: logger)
+        let running = Task { try await service.run() }
+        defer { running.cancel() }
+        #expect(await Self.eventually { broker.connects == 1 })
+        broker.link(true)
+
+        // jen-laptop plans its 05:00 alarm with this machine as its first backup, then dies.
+        let root = "jen-s-family"
+        let at = Int64(Self.t.timeIntervalSince1970)
+        broker.deliver(topic: HouseholdTopic.peer(device: "jen-laptop").topic(household: root),
+                       String(decoding: HouseholdMessage.encode(PeerMessage(online: at)), as: UTF8.self), retained: true)
+        let plan = PlanMessage(label: "Wake", time: "05:00", occurrences: [at], targets: [.device("bedroom-pi")])
+        broker.deliver(topic: HouseholdTopic.plan(owner: "jen-laptop", alarmID: 1).topic(household: root),
+                       String(decoding: HouseholdMessage.encode(plan), as: UTF8.self), retained: true)
+        #expect(await Self.eventually { service.peers["jen-laptop"] == true })
+        broker.deliver(topic: HouseholdTopic.peer(device: "jen-laptop").topic(household: root),
+                       String(decoding: HouseholdMessage.encode(PeerMessage.offline), as: UTF8.self), retained: true)
+        #expect(await Self.eventually { service.peers["jen-laptop"] == false })
+
+        // Its first backup slot comes: the backup rings here, and says so.
+        for _ in 0..<12 where !service.isRinging {
+            clock.advance(by: 30)
+            _ = await Self.eventually(tries: 50) { service.isRinging }
+        }
+        #expect(service.isRinging)
+        #expect(await Self.eventually { news.value.count == 1 })
+        #expect(news.value.first?.hasPrefix("ringing 05:00 Wake of jen-laptop due ") == true, "\(news.value)")
+
+        // Stopped here: its end is said once.
+        #expect(ringing.stop(by: .cli))
+        #expect(await Self.eventually { news.value.count == 2 })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(news.value.count == 2 && news.value.last == "ended stopped cli of jen-laptop", "\(news.value)")
     }
 }

@@ -47,7 +47,10 @@ struct HouseholdServiceTests {
         let client: MQTTClient
         let service: HouseholdService
         let http = RecordingHTTP()
-        let rings = Locked<[SlotKey]>([])
+        /// When each backup ring here was due (its slot), as the event bus said it began.
+        let rings = Locked<[Int64]>([])
+        let events = EventBus()
+        let listener: Task<Void, Never>
         let primaryStops = Locked<[Int]>([])
         let task = Locked<Task<Void, any Error>?>(nil)
 
@@ -72,9 +75,15 @@ struct HouseholdServiceTests {
                                          phone: PhoneSettings(url: "http://127.0.0.1:9", account: "AC1", tokenFile: Member.token(directory), from: "+15550001111",
                                                               householdNumbers: ["+15551234567"]),
                                          logger: logger),
-                ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil,
-                stopPrimary: { id in stops.withLock { $0.append(id) }; return true }, statusFile: nil,
-                onRing: { slot, _ in rings.withLock { $0.append(slot) } })
+                ringer: ringer, clock: clock, logger: logger, events: events, databaseChanges: nil,
+                stopPrimary: { id in stops.withLock { $0.append(id) }; return true }, statusFile: nil)
+            let heard = events.subscribe()
+            listener = Task {
+                for await event in heard {
+                    guard case .backupAlarmRinging(let ring, _, _) = event else { continue }
+                    rings.withLock { $0.append(Int64(ring.dueAt.timeIntervalSince1970)) }
+                }
+            }
         }
 
         static func token(_ directory: URL) -> String {
@@ -95,7 +104,7 @@ struct HouseholdServiceTests {
         }
 
         var slots: [SlotKey: SlotOutcome] { (try? HouseholdRepository(database: database).slots()) ?? [:] }
-        var rang: [Int64] { rings.withLock { $0.map(\.at) } }
+        var rang: [Int64] { rings.value }
     }
 
     struct Household {

@@ -406,6 +406,16 @@ struct LivePartsTests {
         #expect(f.dashboard.liveFragment("alarms", csrf: "t")?.contains("Ringing now.") == true)
         f.dashboard.remember(.alarmEnded(ring))
         #expect(f.dashboard.liveFragment("alarms", csrf: "t")?.contains("Ringing now.") == false)
+        // A household member's alarm ringing here as its backup (#12): said on the Alarms page (its label escaped), until it ends.
+        let backup = AlarmRing(id: -7, alarmID: alarm.alarm.id, kind: .scheduled, dueAt: f.clock.now(), startedAt: f.clock.now(),
+                               endedAt: nil, outcome: .ringing, endedBy: nil, snoozeUntil: nil)
+        let owners = try Alarm(id: alarm.alarm.id, time: try TimeOfDay(parsing: "05:00"), label: "Wake <b>")
+        f.dashboard.remember(.backupAlarmRinging(backup, owners, owner: "jen-laptop"))
+        let ringingBackup = try #require(f.dashboard.liveFragment("alarms", csrf: "t"))
+        #expect(ringingBackup.contains("Backup alarm ringing: 05:00 “Wake &lt;b&gt;” of jen-laptop."), "\(ringingBackup)")
+        #expect(!ringingBackup.contains("Ringing now."), "our own alarm of the same id is not ringing")
+        f.dashboard.remember(.backupAlarmEnded(backup, owner: "jen-laptop"))
+        #expect(f.dashboard.liveFragment("alarms", csrf: "t")?.contains("Backup alarm ringing") == false)
         #expect(f.dashboard.liveFragment("batteries", csrf: "t")?.contains("The last 24 hours") == true)
         #expect(f.dashboard.liveFragment("nope", csrf: "t") == nil)
         try await f.application.test(.router) { client in

@@ -234,7 +234,8 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
         case .batteryReading(let status, _):
             state.withLock { $0.battery = status }
             poke()
-        case .doseRecorded, .settingsChanged, .configurationReloaded, .alarmRinging, .alarmEnded, .alarmMissed, .buttonBattery:
+        case .doseRecorded, .settingsChanged, .configurationReloaded, .alarmRinging, .alarmEnded, .alarmMissed, .buttonBattery,
+             .backupAlarmRinging, .backupAlarmEnded:
             poke()
         case .doseRefused, .reminderDue, .buttonPressed:
             break

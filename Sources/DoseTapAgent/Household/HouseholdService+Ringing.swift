@@ -31,10 +31,10 @@ extension HouseholdService {
                                          heading: "Backup alarm \(ring.time) — \(occurrence.owner)",
                                          body: "\(DisplayText.escaped(ring.label)) on \(occurrence.owner) was not stopped — press Stop, or Snooze for 9 minutes.")
         state.withLock {
-            $0.ringing = BackupRinging(ring: ring, ringing: ringing)
+            $0.ringing = BackupRinging(ring: ring, ringing: ringing, alarmRing: alarmRing)
             $0.endedAt = nil
         }
-        onRing?(ring.slot, ring.startedAt)
+        events?.publish(.backupAlarmRinging(alarmRing, alarm, owner: occurrence.owner))
         logger.warning("backup alarm ringing", metadata: [
             "owner": "\(occurrence.owner)", "alarm": "\(occurrence.alarmID)", "occurrence": "\(occurrence.at)", "round": "\(round)",
             "lateMs": "\(Int((ring.startedAt.timeIntervalSince(ring.slot.date) * 1000).rounded()))",
@@ -73,6 +73,7 @@ extension HouseholdService {
         return row.givesUpAt
     }
 
+    /// Ends the sound and says so, once: the one place a backup ring held here ends, whoever answered.
     private func end(_ ringing: BackupRinging) async {
         let now = clock.now()
         state.withLock {
@@ -80,5 +81,11 @@ extension HouseholdService {
             $0.endedAt = now
         }
         await ringer.finish(ringing.ringing)
+        let ended = (try? repository.ring(id: ringing.ring.id)) ?? nil
+        var ring = ringing.alarmRing
+        ring.endedAt = ended?.endedAt ?? now
+        ring.outcome = ended?.outcome ?? .stopped
+        ring.endedBy = ended?.endedBy
+        events?.publish(.backupAlarmEnded(ring, owner: ringing.ring.slot.occurrence.owner))
     }
 }

@@ -25,6 +25,8 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     struct BackupRinging {
         var ring: HouseholdRepository.BackupRing
         var ringing: AlarmRinger.Ringing
+        /// As the events and the ringer know it.
+        var alarmRing: AlarmRing
     }
 
     struct State {
@@ -58,27 +60,23 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     let databaseChanges: AsyncStream<Void>?
     let stopPrimary: @Sendable (Int) -> Bool
     let statusFile: AgentStatusFile.Holder?
-    let onRing: (@Sendable (SlotKey, Date) -> Void)?
     private let loop: PlanningLoop
     let state = Mutex(State())
 
     /// - Parameters:
     ///   - stopPrimary: stops this machine's own ringing alarm `id` when the household stopped it elsewhere.
-    ///   - onRing: called when a backup alarm starts ringing here (slot, started at): the latency figures.
     public convenience init(identity: HouseholdIdentity, database: DoseTapDatabase, link: (any HouseholdBroker)?, delivery: BackupDelivery,
                             ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
-                            stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?,
-                            onRing: (@Sendable (SlotKey, Date) -> Void)? = nil) {
+                            stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?) {
         self.init(identity: identity, database: database, broker: link.map { .success($0) }, delivery: delivery, ringer: ringer, clock: clock,
-                  logger: logger, events: events, databaseChanges: databaseChanges, stopPrimary: stopPrimary, statusFile: statusFile, onRing: onRing)
+                  logger: logger, events: events, databaseChanges: databaseChanges, stopPrimary: stopPrimary, statusFile: statusFile)
     }
 
     /// - Parameters:
     ///   - broker: the household broker, a configured one refused (shown by `household status`), or nil.
     public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<any HouseholdBroker, HouseholdLink.Refused>?, delivery: BackupDelivery,
                 ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
-                stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?,
-                onRing: (@Sendable (SlotKey, Date) -> Void)? = nil) {
+                stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?) {
         self.identity = identity
         self.database = database
         switch broker {
@@ -94,7 +92,6 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
         self.databaseChanges = databaseChanges
         self.stopPrimary = stopPrimary
         self.statusFile = statusFile
-        self.onRing = onRing
         loop = PlanningLoop(clock: clock)
     }
 

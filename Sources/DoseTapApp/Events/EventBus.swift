@@ -24,6 +24,11 @@ public enum AgentEvent: Sendable, Equatable {
     case alarmEnded(AlarmRing)
     /// An occurrence was missed without ringing (the machine was off or asleep past the late limit).
     case alarmMissed(AlarmRing, Alarm?)
+    /// A household member's alarm rings here as its backup (#12): its ring (a negative id, never one of ours)
+    /// and its alarm as the owner planned it.
+    case backupAlarmRinging(AlarmRing, Alarm, owner: String)
+    /// That backup ring ended: stopped or snoozed (here or by the household), or unanswered for ten minutes.
+    case backupAlarmEnded(AlarmRing, owner: String)
 }
 
 /// A typed broadcaster: every subscriber gets every event published after it subscribed, in order,

@@ -53,6 +53,8 @@ extension WebDashboard {
         case .buttonBattery: "buttonBattery"
         case .settingsChanged: "settingsChanged"
         case .configurationReloaded: "configurationReloaded"
+        case .backupAlarmRinging: "backupAlarmRinging"
+        case .backupAlarmEnded: "backupAlarmEnded"
         case .alarmRinging: "alarmRinging"
         case .alarmEnded: "alarmEnded"
         case .alarmMissed: "alarmMissed"

@@ -23,11 +23,11 @@ enum AlarmsPage {
     }
 
     static func render(alarms: [AlarmView], unusable: [String], warnings: [String], timeZone: TimeZone, csrf: String,
-                       flash: Flash?, backups: [Int: Backups] = [:], ringing: Set<Int> = []) -> String {
+                       flash: Flash?, backups: [Int: Backups] = [:], ringing: Set<Int> = [], backupsRinging: [String] = []) -> String {
         var body = "<h1>Alarms</h1>"
         body += "<div id=\"announce\" role=\"status\" aria-live=\"polite\">\(flash.map(TonightPage.renderFlash) ?? "")</div>"
         body += HTML.live("alarms", fragment(alarms: alarms, unusable: unusable, warnings: warnings, timeZone: timeZone, csrf: csrf,
-                                             backups: backups, ringing: ringing))
+                                             backups: backups, ringing: ringing, backupsRinging: backupsRinging))
         body += """
             <h2>Add an alarm</h2>
             <form method="post" action="/alarms/add" class="alarm-form">\(HTML.hiddenCSRF(csrf))
@@ -38,10 +38,14 @@ enum AlarmsPage {
         return HTML.page(title: "Alarms", current: "/alarms", body: body)
     }
 
-    /// The live part: the wake and sound warnings, the alarms (ringing, next occurrence, the battery card), the unreadable rows.
+    /// The live part: a household member's alarm ringing here as its backup, the wake and sound warnings, the
+    /// alarms (ringing, next occurrence, the battery card), the unreadable rows.
     static func fragment(alarms: [AlarmView], unusable: [String], warnings: [String], timeZone: TimeZone, csrf: String,
-                         backups: [Int: Backups], ringing: Set<Int>) -> String {
+                         backups: [Int: Backups], ringing: Set<Int>, backupsRinging: [String] = []) -> String {
         var body = ""
+        for line in backupsRinging {
+            body += "<p class=\"ringing\"><strong>\(HTML.escape(line, maxLength: 300))</strong> Stop it with a button, the notification or dosetap alarm stop.</p>"
+        }
         if !warnings.isEmpty, alarms.contains(where: \.alarm.enabled) {
             body += "<div class=\"nudge warning\" role=\"note\"><p class=\"nudge-header\"><strong>Warning</strong></p>"
                 + warnings.map { "<p>\(HTML.escape($0, maxLength: 1000))</p>" }.joined() + "</div>"

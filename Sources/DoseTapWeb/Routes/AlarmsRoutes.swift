@@ -43,16 +43,19 @@ extension WebDashboard {
             let csrf = csrf(access)
             let warnings = alarmWarnings()
             let ringing = ringingAlarms.withLock { $0 }
+            let backupsRinging = self.backupsRinging
             func render() throws -> String {
                 let (views, unusable) = try alarms.list()
                 let unusableLines = unusable.map { "Alarm \($0.id) cannot be read: \($0.reason)" }
                 return AlarmsPage.render(alarms: views, unusable: unusableLines, warnings: warnings,
-                                         timeZone: clock.timeZone, csrf: csrf, flash: flash, backups: backups(views, alarms), ringing: ringing)
+                                         timeZone: clock.timeZone, csrf: csrf, flash: flash, backups: backups(views, alarms), ringing: ringing,
+                                         backupsRinging: backupsRinging)
             }
             guard flash == nil else { return Self.html(try render(), headers: headers) }
             // The wake and sound warnings (files) and the alarms ringing are read per request: part of the key. The next
             // occurrence and the battery forecast are drawn again at least every minute.
             let variant = Self.themeVariant + "|" + warnings.joined(separator: "\n") + "|" + ringing.sorted().map(String.init).joined(separator: ",")
+                + "|" + backupsRinging.joined(separator: "\n")
             let now = clock.now()
             return Self.html(try self.views.view(.init(view: "/alarms", session: csrf, variant: variant), now: now) {
                 (try render(), ViewCache.nextMinute(after: now))
