@@ -22,23 +22,32 @@ struct HouseholdBrokerPortTests {
         return condition()
     }
 
+    /// bedroom-pi of "Jen's family" on a fake broker and a fake clock.
+    struct Member {
+        let clock = FakeClock(HouseholdBrokerPortTests.t, timeZone: TimeZone(identifier: "UTC")!)
+        let broker = FakeHouseholdBroker()
+        let database: DoseTapDatabase
+        let service: HouseholdService
+
+        init(events: EventBus? = nil) throws {
+            database = try DoseTapDatabase(directory: freshDataFolder("dosetap-household-port"))
+            let logger = Logger(label: "household.port")
+            let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
+                                          beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
+            let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+            service = HouseholdService(
+                identity: HouseholdIdentity(name: "Jen's family", device: "bedroom-pi"), database: database, link: broker,
+                delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
+                                         pushServer: "http://127.0.0.1:9", phone: nil, logger: logger),
+                ringer: ringer, clock: clock, logger: logger, events: events, databaseChanges: nil,
+                stopPrimary: { _ in false }, statusFile: nil)
+        }
+    }
+
     @Test("follows the household's topics, says it is online when the link is up, hears a peer, and says goodbye at stop")
     func protocolWithTheBroker() async throws {
-        let clock = FakeClock(Self.t, timeZone: TimeZone(identifier: "UTC")!)
-        let directory = freshDataFolder("dosetap-household-port")
-        let database = try DoseTapDatabase(directory: directory)
-        let identity = HouseholdIdentity(name: "Jen's family", device: "bedroom-pi")
-        let logger = Logger(label: "household.port")
-        let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
-                                      beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
-        let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
-        let broker = FakeHouseholdBroker()
-        let service = HouseholdService(
-            identity: identity, database: database, link: broker,
-            delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
-                                     pushServer: "http://127.0.0.1:9", phone: nil, logger: logger),
-            ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil,
-            stopPrimary: { _ in false }, statusFile: nil)
+        let member = try Member()
+        let (broker, service) = (member.broker, member.service)
         let running = Task { try await service.run() }
 
         #expect(await Self.eventually { broker.connects == 1 })
@@ -68,14 +77,6 @@ struct HouseholdBrokerPortTests {
 
     @Test("a backup ringing here is news on the event bus — its start, and its end once — as the dashboard and Home Assistant hear it")
     func backupRingIsNews() async throws {
-        let clock = FakeClock(Self.t, timeZone: TimeZone(identifier: "UTC")!)
-        let database = try DoseTapDatabase(directory: freshDataFolder("dosetap-household-news"))
-        let identity = HouseholdIdentity(name: "Jen's family", device: "bedroom-pi")
-        let logger = Logger(label: "household.news")
-        let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
-                                      beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
-        let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
-        let broker = FakeHouseholdBroker()
         let events = EventBus()
         let news = Locked<[String]>([])
         let heard = events.subscribe()
@@ -91,14 +92,10 @@ struct HouseholdBrokerPortTests {
             }
         }
         defer { listener.cancel() }
-        let service = HouseholdService(
-            identity: identity, database: database, link: broker,
-            delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
-                                     pushServer: "http://127.0.0.1:9", phone: nil, logger: logger),
-            ringer: ringer, clock: clock, logger: logger, events: events, databaseChanges: nil,
-            stopPrimary: { _ in false }, statusFile: nil)
+        let member = try Member(events: events)
+        let (broker, service, clock, database) = (member.broker, member.service, member.clock, member.database)
         let ringing = RingingAlarms(alarms: AlarmUseCases(store: DataStore(database: database), clock: clock, battery: { nil }),
-                                    holders: [service], logger: logger)
+                                    holders: [service], logger: Logger(label: "household.news"))
         let running = Task { try await service.run() }
         defer { running.cancel() }
         #expect(await Self.eventually { broker.connects == 1 })
