@@ -213,7 +213,7 @@ public final class WebDashboard: Sendable {
             return Self.json(status.json)
         case (.get, "/history"), (.get, "/history.csv"):
             let (key, range) = try HistoryPage.range(request.uri.queryParameters["range"])
-            let export = try DoseHistory(store: DataStore(database: doses.repository.database), clock: clock).export(range)
+            let export = try doses.history.export(range)
             if path == "/history" {
                 return Self.html(HistoryPage.render(csv: export.csv, unreadable: export.unreadable.count, selected: key))
             }

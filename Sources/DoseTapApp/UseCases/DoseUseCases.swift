@@ -28,6 +28,12 @@ public final class DoseUseCases: Sendable {
         self.events = events
     }
 
+    /// The dose log read-only (the history page, the exports), on the same database and clock.
+    public var history: DoseHistory { DoseHistory(store: DataStore(database: repository.database), clock: clock) }
+
+    /// The night's settings (setup's answers) of the same database, read-only.
+    public var night: UserSettings { SettingsUseCases(settings: SettingsRepository(database: repository.database)).night() }
+
     /// Decides and (when accepted) records one input. `issuedAt` is when the person acted (a button's
     /// press time); the decision is made now.
     public func submit(_ command: DoseCommand, source: InputSource, issuedAt: Date? = nil) throws -> DoseSubmission {

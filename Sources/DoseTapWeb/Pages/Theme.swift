@@ -21,7 +21,7 @@ extension WebDashboard {
         if let generation, let kept = nightHours.withLock({ $0 }), kept.generation == generation {
             hours = (kept.bed, kept.wake)
         } else {
-            let settings = (try? SettingsRepository(database: doses.repository.database).load()) ?? .defaults
+            let settings = doses.night
             // Core's TimeOfDay reads the stored answers, as every other part does (an unreadable one: no night).
             func minutes(_ text: String) -> Int? { (try? TimeOfDay(parsing: text)).map { $0.hour * 60 + $0.minute } }
             hours = (minutes(settings.bedtime) ?? -1, minutes(settings.wakeTime) ?? -1)
