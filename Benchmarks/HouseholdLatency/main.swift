@@ -40,7 +40,7 @@ try await PrivateBroker.run { broker in
         delivery: BackupDelivery(http: NoHTTP(), clock: TimerFDScheduler.shared, wording: .init(household: "Bench"), pushTokenFile: nil, phone: nil,
                                  logger: logger),
         ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: nil,
-        stopPrimary: { _ in false }, statusFile: nil)
+        ownAlarms: nil, statusFile: nil)
     // A backup ringing here is news on the event bus, as the dashboard and Home Assistant hear it.
     let heard = events.subscribe()
     let listener = Task {

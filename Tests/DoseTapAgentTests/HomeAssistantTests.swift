@@ -98,7 +98,7 @@ struct HomeAssistantTests {
                 delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
                                          phone: nil, logger: logger),
                 ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil,
-                stopPrimary: { _ in false }, statusFile: nil)
+                ownAlarms: nil, statusFile: nil)
             doses = DoseUseCases(repository: DoseRepository(database: database), clock: clock, battery: nil, events: events)
             let battery = BatteryStatus(state: PowerState(raw: [.battery(capacity: 95), .mains(online: false)]),
                                         drain: DrainEstimate(percentPerHour: 10, source: .hardware))

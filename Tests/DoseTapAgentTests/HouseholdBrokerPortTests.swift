@@ -40,7 +40,7 @@ struct HouseholdBrokerPortTests {
                 delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
                                          pushServer: "http://127.0.0.1:9", phone: nil, logger: logger),
                 ringer: ringer, clock: clock, logger: logger, events: events, databaseChanges: nil,
-                stopPrimary: { _ in false }, statusFile: nil)
+                ownAlarms: nil, statusFile: nil)
         }
     }
 

@@ -17,6 +17,15 @@ final class Locked<Value: Sendable>: Sendable {
     var value: Value { mutex.withLock { $0 } }
 }
 
+/// This machine's own alarms as the household stops them: records each stop (and says it rang).
+struct RecordingOwnAlarms: OwnAlarmAnswering {
+    let stops: Locked<[Int]>
+    func stop(ownAlarm id: Int, by ender: AlarmRingEnder) -> Bool {
+        stops.withLock { $0.append(id) }
+        return true
+    }
+}
+
 /// Records the pushes and calls an agent would send, answering 200.
 final class RecordingHTTP: OutboundHTTP {
     let requests = Mutex<[OutboundRequest]>([])
@@ -76,7 +85,7 @@ struct HouseholdServiceTests {
                                                               householdNumbers: ["+15551234567"]),
                                          logger: logger),
                 ringer: ringer, clock: clock, logger: logger, events: events, databaseChanges: nil,
-                stopPrimary: { id in stops.withLock { $0.append(id) }; return true }, statusFile: nil)
+                ownAlarms: RecordingOwnAlarms(stops: stops), statusFile: nil)
             let heard = events.subscribe()
             listener = Task {
                 for await event in heard {

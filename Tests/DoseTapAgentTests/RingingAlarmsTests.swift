@@ -15,8 +15,13 @@ import Testing
 struct RingingAlarmsTests {
     final class Holder: AlarmRingHolder {
         let ringing: Bool
+        let own: Int?
         let pokes = Mutex(0)
-        init(ringing: Bool) { self.ringing = ringing }
+        init(ringing: Bool, own: Int? = nil) {
+            self.ringing = ringing
+            self.own = own
+        }
+        var ownAlarmRinging: Int? { own }
         var isRinging: Bool { ringing }
         func claimsButtons(at now: Date) -> Bool { ringing }
         func poke() { pokes.withLock { $0 += 1 } }
@@ -59,6 +64,21 @@ struct RingingAlarmsTests {
         #expect(try w.rings.ring(id: own.id)?.outcome == .stopped && w.rings.ring(id: own.id)?.endedBy == .button)
         #expect(try w.backups.ring(id: backup.id)?.outcome == .stopped && w.backups.ring(id: backup.id)?.endedBy == .button)
         #expect(holders.allSatisfy { $0.pokes.withLock { $0 } == 1 })
+    }
+
+    @Test("the household's Stop of our alarm: only the alarm ringing here by that id is stopped (by the household); another id does nothing")
+    func householdStopsOwn() throws {
+        let w = try world()
+        let id = try w.alarms.add(.init(time: "05:00", label: "Mine", repetition: "daily")).alarm.id
+        let own = try w.rings.start(.init(alarmID: id, kind: .scheduled, dueAt: Self.now.addingTimeInterval(-60)), at: Self.now.addingTimeInterval(-60))
+        let holder = Holder(ringing: true, own: id)
+        let ringing = RingingAlarms(alarms: w.alarms, holders: [holder], logger: Logger(label: "test"))
+        #expect(!ringing.stop(ownAlarm: id + 1, by: .household))
+        #expect(try w.rings.ring(id: own.id)?.outcome == .ringing)
+        #expect(holder.pokes.withLock { $0 } == 0)
+        #expect(ringing.stop(ownAlarm: id, by: .household))
+        #expect(try w.rings.ring(id: own.id)?.outcome == .stopped && w.rings.ring(id: own.id)?.endedBy == .household)
+        #expect(holder.pokes.withLock { $0 } == 1)
     }
 
     @Test("Snooze with only the backup ringing: the backup is snoozed; the own alarm's history is untouched")

@@ -12,12 +12,24 @@ public protocol AlarmRingHolder: Sendable {
     var isRinging: Bool { get }
     /// Look again now (its ring may have been answered).
     func poke()
+    /// This machine's own alarm ringing now, by id; nil when none (a household backup is never one of ours).
+    var ownAlarmRinging: Int? { get }
+}
+
+extension AlarmRingHolder {
+    public var ownAlarmRinging: Int? { nil }
+}
+
+/// This machine's own alarms as the household answers them (#12): a Stop of alarm `id` heard from another
+/// device stops it here too, through the one use case, if it is the one ringing.
+public protocol OwnAlarmAnswering: Sendable {
+    func stop(ownAlarm id: Int, by ender: AlarmRingEnder) -> Bool
 }
 
 /// Every alarm that can ring here, answered as one by the buttons, the notifications and Home Assistant.
 /// One use case ends a ring, whatever rang it (`AlarmUseCases.stopRinging`/`snoozeRinging`, as the command
 /// line and the dashboard do); the holders then follow the stored answer.
-public struct RingingAlarms: RingingAlarmControl {
+public struct RingingAlarms: RingingAlarmControl, OwnAlarmAnswering {
     private let alarms: AlarmUseCases
     private let holders: [any AlarmRingHolder]
     private let logger: Logger
@@ -36,6 +48,13 @@ public struct RingingAlarms: RingingAlarmControl {
 
     @discardableResult
     public func snooze(by ender: AlarmRingEnder) -> Bool { end(.snoozed, by: ender) }
+
+    /// Stops this machine's own alarm `id` if it is the one ringing (the household stopped it elsewhere);
+    /// false, with nothing done, otherwise.
+    public func stop(ownAlarm id: Int, by ender: AlarmRingEnder) -> Bool {
+        guard holders.contains(where: { $0.ownAlarmRinging == id }) else { return false }
+        return stop(by: ender)
+    }
 
     /// Answers every alarm ringing now (this machine's own and a backup may ring at once): one answer each.
     private func end(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> Bool {

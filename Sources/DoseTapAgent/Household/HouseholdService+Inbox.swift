@@ -84,7 +84,8 @@ extension HouseholdService {
                     logger.notice("household \(answer.kind.rawValue)", metadata: [
                         "occurrence": "\(answer.key)", "by": "\(answer.by)", "target": "\(answer.target.map(String.init) ?? "primary")",
                     ])
-                    if answer.kind == .stop, answer.key.owner == identity.device, stopPrimary(answer.key.alarmID) {
+                    if answer.kind == .stop, answer.key.owner == identity.device,
+                       ownAlarms?.stop(ownAlarm: answer.key.alarmID, by: .household) == true {
                         logger.notice("alarm stopped by the household", metadata: ["alarm": "\(answer.key.alarmID)", "by": "\(answer.by)"])
                     }
                     poke()

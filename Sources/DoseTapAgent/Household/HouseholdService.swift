@@ -58,25 +58,25 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     let logger: Logger
     let events: EventBus?
     let databaseChanges: AsyncStream<Void>?
-    let stopPrimary: @Sendable (Int) -> Bool
+    let ownAlarms: (any OwnAlarmAnswering)?
     let statusFile: AgentStatusFile.Holder?
     private let loop: PlanningLoop
     let state = Mutex(State())
 
     /// - Parameters:
-    ///   - stopPrimary: stops this machine's own ringing alarm `id` when the household stopped it elsewhere.
+    ///   - ownAlarms: this machine's own alarms, stopped here when the household stopped one elsewhere.
     public convenience init(identity: HouseholdIdentity, database: DoseTapDatabase, link: (any HouseholdBroker)?, delivery: BackupDelivery,
                             ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
-                            stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?) {
+                            ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?) {
         self.init(identity: identity, database: database, broker: link.map { .success($0) }, delivery: delivery, ringer: ringer, clock: clock,
-                  logger: logger, events: events, databaseChanges: databaseChanges, stopPrimary: stopPrimary, statusFile: statusFile)
+                  logger: logger, events: events, databaseChanges: databaseChanges, ownAlarms: ownAlarms, statusFile: statusFile)
     }
 
     /// - Parameters:
     ///   - broker: the household broker, a configured one refused (shown by `household status`), or nil.
     public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<any HouseholdBroker, HouseholdLink.Refused>?, delivery: BackupDelivery,
                 ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
-                stopPrimary: @escaping @Sendable (Int) -> Bool, statusFile: AgentStatusFile.Holder?) {
+                ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?) {
         self.identity = identity
         self.database = database
         switch broker {
@@ -90,7 +90,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
         self.logger = logger
         self.events = events
         self.databaseChanges = databaseChanges
-        self.stopPrimary = stopPrimary
+        self.ownAlarms = ownAlarms
         self.statusFile = statusFile
         loop = PlanningLoop(clock: clock)
     }

@@ -67,6 +67,7 @@ public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStrin
 
     /// The ring in progress, if any.
     public var currentRing: AlarmRing? { state.withLock { $0.ringing?.ring } }
+    public var ownAlarmRinging: Int? { currentRing?.alarmID }
 
     public func claimsButtons(at now: Date) -> Bool {
         state.withLock { AlarmRingRules.claimsButtons(ringing: $0.ringing != nil, endedAt: $0.endedAt, now: now) }

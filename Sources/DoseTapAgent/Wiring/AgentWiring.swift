@@ -99,11 +99,8 @@ final class AgentWiring: Sendable {
                                      pushTokenFile: settings.pushTokenFile, pushServer: settings.pushServer,
                                      phone: settings.phone, logger: logger),
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
-            stopPrimary: { id in
-                // This machine's own alarm, stopped by the household: the one use case that ends a ring.
-                guard alarms.currentRing?.alarmID == id else { return false }
-                return RingingAlarms(alarms: alarmUseCases, holders: [alarms], logger: ringLogger).stop(by: .household)
-            },
+            // This machine's own alarm, stopped by the household: the one use case that ends a ring.
+            ownAlarms: RingingAlarms(alarms: alarmUseCases, holders: [alarms], logger: ringLogger),
             statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold())
         ringing = RingingAlarms(alarms: alarmUseCases, holders: [alarms, household], logger: logger)
         // Usage alerts for every battery (#13): readings in, `usage-alert` out.
