@@ -45,8 +45,7 @@ struct FeedbackNotifierTests {
                                       desktop: desktop)
         let logger = Logger(label: "test")
         let feedback = FeedbackNotifier(devices: devices, settings: settings, clock: clock, logger: logger)
-        let scheduler = DoseScheduler(repository: repo, clock: clock, notifier: feedback, logger: logger, databaseChanges: nil,
-                                      onNightScheduled: { feedback.prepare(session: $0.id) })
+        let scheduler = DoseScheduler(repository: repo, clock: clock, notifier: feedback, logger: logger, databaseChanges: nil)
         let events = EventBus()
         let answers = DoseInputFeedback(events: events, feedback: feedback)
         let actions = NotificationActions(desktop: desktop, feedback: feedback,

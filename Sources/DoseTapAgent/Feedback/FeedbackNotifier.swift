@@ -55,7 +55,7 @@ public final class FeedbackNotifier: Notifier, Sendable {
     }
 
     /// Fixes the feedback settings for a night's reminders: an edit made while its timers run applies next time.
-    public func prepare(session: UUID) {
+    public func nightScheduled(session: UUID) {
         let current = (try? settings.loadFeedback()) ?? FeedbackSettings()
         snapshots.withLock { $0[session] = current }
     }

@@ -25,20 +25,16 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     private let startedAt: Date
     private let databaseChanges: AsyncStream<Void>?
     private let events: EventBus?
-    private let onNightScheduled: @Sendable (NightSession) -> Void
     private let loop: PlanningLoop
     private let state = Mutex(State())
     /// A night closed this long after its close by a running agent is "window_expired"; later (the agent
     /// was not running, or the machine slept), "device_powered_off".
     private let closeTolerance: TimeInterval = 120
 
-    /// - Parameter onNightScheduled: called once when a night is first seen waiting for Dose 2 (the feedback
-    ///   settings of its reminders are fixed then: edits apply to the next night).
+    /// - Parameter notifier: posts the reminders; told first when a night is scheduled (`Notifier.nightScheduled`).
     public init(repository: DoseRepository, clock: any Scheduling, notifier: any Notifier, logger: Logger,
-                databaseChanges: AsyncStream<Void>?, events: EventBus? = nil,
-                onNightScheduled: @escaping @Sendable (NightSession) -> Void = { _ in }) {
+                databaseChanges: AsyncStream<Void>?, events: EventBus? = nil) {
         self.events = events
-        self.onNightScheduled = onNightScheduled
         self.repository = repository
         self.clock = clock
         self.notifier = notifier
@@ -103,7 +99,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
                 s.knownDose2 = session.dose2 != nil
                 s.knownSnoozes = session.snoozes.count
                 if session.isActive(at: now) {
-                    onNightScheduled(session)
+                    notifier.nightScheduled(session: session.id)
                     logger.info("night scheduled", metadata: [
                         "night": "\(session.nightDate)", "opens": "\(clockText.time(session.windowOpensAt))",
                         "reminder": "\(clockText.time(session.reminderAt))", "closes": "\(clockText.time(session.windowClosesAt))",

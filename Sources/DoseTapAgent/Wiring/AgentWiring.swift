@@ -140,8 +140,7 @@ final class AgentWiring: Sendable {
                 }
             })
         let scheduler = DoseScheduler(repository: doseRepository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
-                                      databaseChanges: watcher?.changes(), events: events,
-                                      onNightScheduled: { feedback.prepare(session: $0.id) })
+                                      databaseChanges: watcher?.changes(), events: events)
         return [
             // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
             .init(service: AlarmRiskMonitor(events: events, database: database, clock: SystemClock(), logger: logger, feedback: feedback)),

@@ -33,6 +33,13 @@ public protocol BatteryHistoryStore: Sendable {
 /// Tells the person something: the log today, desktop notifications, sound and vibration later.
 public protocol Notifier: Sendable {
     func post(_ notification: DoseNotification)
+    /// A night is first seen waiting for Dose 2, before any of its reminders is posted: the feedback
+    /// settings of its reminders are fixed now (an edit applies to the next night).
+    func nightScheduled(session: UUID)
+}
+
+extension Notifier {
+    public func nightScheduled(session: UUID) {}
 }
 
 /// A vibration motor (evdev force feedback). `isSupported` is false on machines without one; playing
