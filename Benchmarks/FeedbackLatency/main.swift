@@ -4,7 +4,7 @@
 //
 //   swift run -c release feedback-latency [RUNS]        (default 30)
 //
-// Alarms: the agent's AlarmService and AlarmRinger on the real clock (TimerFDScheduler), the SQLite store,
+// Alarms: the agent's AlarmService and AlarmBell on the real clock (TimerFDScheduler), the SQLite store,
 // the real SubprocessSoundPlayer starting aplay on ALSA's null device through a wrapper that stamps the
 // instant it is executed, and the same motor stand-in. Alarm times are minutes: each run uses a fixed zone
 // whose offset has seconds, chosen so that its next minute starts 1–2 s later.
@@ -178,7 +178,7 @@ for i in 0..<runs {
     alarmStamps.due.withLock { $0 = due }
     let devices = FeedbackDevices(haptics: alarmHaptics, catalog: FixedSoundCatalog([]), player: player, beep: beep, desktop: nil)
     let store = DataStore(database: db)
-    let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: db), clock: clock, logger: logger)
+    let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: db), clock: clock, logger: logger)
     let alarms = AlarmUseCases(store: store, clock: clock, battery: { nil })
     let service = AlarmService(store: store, alarms: alarms, ringer: ringer, clock: clock, logger: logger, events: nil, databaseChanges: nil)
     let task = Task { try await service.run() }
@@ -188,7 +188,7 @@ for i in 0..<runs {
     }
     let started = (try String(contentsOf: stampFile, encoding: .utf8)).split(separator: "\n").last.flatMap { Double($0) } ?? .nan
     soundMs.append((started - due.timeIntervalSince1970) * 1000)
-    RingingAlarms(alarms: alarms, holders: [service], logger: logger).stop(by: .cli)
+    RingAnswers(alarms: alarms, holders: [service], logger: logger).stop(by: .cli)
     task.cancel()
     _ = await task.result
     await player.stopAndWait()

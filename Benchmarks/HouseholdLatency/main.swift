@@ -4,7 +4,7 @@
 //   swift run -c release household-latency [RUNS]        (default 50)
 //
 // Real parts: a mosquitto on a free loopback port, libmosquitto, the target's HouseholdService on the real
-// clock (TimerFDScheduler: the slot is a timerfd deadline), its SQLite store, the cascade, the AlarmRinger
+// clock (TimerFDScheduler: the slot is a timerfd deadline), its SQLite store, the cascade, the AlarmBell
 // (sound and vibration stand-ins that only record). Each run, a plan is published retained for a new alarm of
 // an owner that is offline, with an occurrence 118.5–119.5 s in the past, so its first backup slot — this
 // device — falls due about a second later; the figure is ring start − slot instant.
@@ -33,7 +33,7 @@ try await PrivateBroker.run { broker in
         topic: HouseholdTopic.peer(device: "bedroom-pi").topic(household: household.topic), payload: HouseholdMessage.encode(PeerMessage.offline)))
     let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
                                   beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/dev/null"), desktop: nil)
-    let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared, logger: logger)
+    let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared, logger: logger)
     let events = EventBus()
     let service = HouseholdService(
         identity: household, database: database, link: HouseholdLink(client: client, host: "127.0.0.1", port: broker.port, url: "mqtt://127.0.0.1"),
@@ -52,7 +52,7 @@ try await PrivateBroker.run { broker in
     }
     defer { listener.cancel() }
     let task = Task { try await service.run() }
-    let ringing = RingingAlarms(alarms: AlarmUseCases(store: DataStore(database: database), clock: SystemClock(), battery: { nil }),
+    let ringing = RingAnswers(alarms: AlarmUseCases(store: DataStore(database: database), clock: SystemClock(), battery: { nil }),
                                 holders: [service], logger: logger)
     // The owner: a publisher of its own that says it is gone.
     let owner = try MQTTClient(clientID: "dosetap-bench-owner")

@@ -170,7 +170,7 @@ extension FeedbackCommand {
                                           devices: { devices.channels }, logger: logger)
                     .resolve(e)
             }
-            // As the agent rings it (AlarmRinger): an alarm with no sound set plays the built-in beep.
+            // As the agent rings it (AlarmBell): an alarm with no sound set plays the built-in beep.
             let sound = plan.chime ? plan.sound ?? (e == .alarm ? devices.beep : nil) : nil
             let haptics = plan.chime && devices.haptics.isSupported ? plan.haptics : nil
             guard sound != nil || haptics != nil else {

@@ -28,7 +28,7 @@ struct AlarmServiceTests {
         let haptics: RecordingHaptics
         let player: RecordingSoundPlayer
         let desktop: DesktopNotifications
-        let ringer: AlarmRinger
+        let ringer: AlarmBell
         let alarms: AlarmUseCases
         let service: AlarmService
         let events: EventBus
@@ -43,7 +43,7 @@ struct AlarmServiceTests {
             let logger = Logger(label: "test")
             let devices = FeedbackDevices(haptics: haptics, catalog: FixedSoundCatalog([AlarmServiceTests.bell]), player: player,
                                           beep: AlarmServiceTests.beep, desktop: desktop)
-            let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+            let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
             let store = DataStore(database: database)
             let events = EventBus()
             let alarms = AlarmUseCases(store: store, clock: clock, battery: { nil }, events: events)
@@ -56,8 +56,8 @@ struct AlarmServiceTests {
         /// The command line: another process on the same folder.
         var cli: AlarmUseCases { AlarmUseCases(store: DataStore(directory: directory), clock: clock, battery: { nil }) }
         var rings: AlarmRingRepository { AlarmRingRepository(database: database) }
-        /// What the buttons and the notifications answer (the agent's `RingingAlarms`, this machine's alarms only).
-        var ringing: RingingAlarms { RingingAlarms(alarms: alarms, holders: [service], logger: Logger(label: "test")) }
+        /// What the buttons and the notifications answer (the agent's `RingAnswers`, this machine's alarms only).
+        var ringing: RingAnswers { RingAnswers(alarms: alarms, holders: [service], logger: Logger(label: "test")) }
     }
 
     func world(bus: PrivateBus.Bus, now: String = "06:00:00") throws -> World {

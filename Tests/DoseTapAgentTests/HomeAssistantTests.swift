@@ -11,7 +11,7 @@ import Synchronization
 import Testing
 
 /// The alarms that ring here, as the Home Assistant buttons see them.
-final class FakeRingingAlarms: RingingAlarmControl {
+final class FakeRingingAlarms: RingAnswering {
     let ringing = Mutex(false)
     let answers = Mutex<[String]>([])
     func claimsButtons(at now: Date) -> Bool { isRinging }
@@ -91,7 +91,7 @@ struct HomeAssistantTests {
             let logger = Logger(label: "ha.test") { _ in logs }
             let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
                                           beep: HouseholdServiceTests.beep, desktop: nil)
-            let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+            let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
             household = HouseholdService(
                 identity: identity, database: database,
                 link: HouseholdLink(client: client, host: "127.0.0.1", port: port, url: "mqtt://127.0.0.1:\(port)"),

@@ -34,7 +34,7 @@ struct HouseholdBrokerPortTests {
             let logger = Logger(label: "household.port")
             let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
                                           beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/tmp/beep.wav"), desktop: nil)
-            let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+            let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
             service = HouseholdService(
                 identity: HouseholdIdentity(name: "Jen's family", device: "bedroom-pi"), database: database, link: broker,
                 delivery: BackupDelivery(http: RecordingHTTP(), clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: nil,
@@ -94,7 +94,7 @@ struct HouseholdBrokerPortTests {
         defer { listener.cancel() }
         let member = try Member(events: events)
         let (broker, service, clock, database) = (member.broker, member.service, member.clock, member.database)
-        let ringing = RingingAlarms(alarms: AlarmUseCases(store: DataStore(database: database), clock: clock, battery: { nil }),
+        let ringing = RingAnswers(alarms: AlarmUseCases(store: DataStore(database: database), clock: clock, battery: { nil }),
                                     holders: [service], logger: Logger(label: "household.news"))
         let running = Task { try await service.run() }
         defer { running.cancel() }

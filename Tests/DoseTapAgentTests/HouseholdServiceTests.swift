@@ -74,7 +74,7 @@ struct HouseholdServiceTests {
             let logger = Logger(label: "household.\(name)")
             let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
                                           beep: HouseholdServiceTests.beep, desktop: nil)
-            let ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
+            let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
             let rings = self.rings
             let stops = self.primaryStops
             service = HouseholdService(
@@ -268,7 +268,7 @@ struct HouseholdServiceTests {
             try await until("bedroom-pi to ring") { h.bedroom.rang == [key(2)] }
             try await run(h, to: Self.at(3))
             // A button's Snooze, as the agent answers it: the one use case, then the holders look again.
-            let ringing = RingingAlarms(alarms: AlarmUseCases(store: DataStore(database: h.bedroom.database), clock: h.clock, battery: { nil }),
+            let ringing = RingAnswers(alarms: AlarmUseCases(store: DataStore(database: h.bedroom.database), clock: h.clock, battery: { nil }),
                                         holders: [h.bedroom.service], logger: Logger(label: "test"))
             #expect(ringing.snooze(by: .button))
             try await run(h, to: Self.at(11.9))

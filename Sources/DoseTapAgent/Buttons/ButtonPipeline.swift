@@ -27,7 +27,7 @@ public final class ButtonPipeline: Sendable {
     /// When set (`dosetap button test`), gestures are handed here instead of acting, and nothing is stored.
     private let observer: (@Sendable (ButtonIntent) -> Void)?
     /// The ringing alarm: while it rings, every button is its Stop (single) and Snooze (double).
-    private let alarms: (any RingingAlarmControl)?
+    private let alarms: (any RingAnswering)?
 
     /// How long an intent queued behind a flood waits before it is decided (by then it is stale).
     public static let queueDelay: TimeInterval = 4
@@ -38,7 +38,7 @@ public final class ButtonPipeline: Sendable {
     ///   - alarms: the ringing alarm, which takes every press while it rings (never a dose then).
     public init(buttons: [ButtonConfig], doses: DoseUseCases?, samples: BatterySampleRepository?, events: EventBus?,
                 clock: any Scheduling, logger: Logger, observer: (@Sendable (ButtonIntent) -> Void)? = nil,
-                alarms: (any RingingAlarmControl)? = nil) {
+                alarms: (any RingAnswering)? = nil) {
         self.alarms = alarms
         interpreter = ButtonInterpreter(buttons: buttons, logger: logger)
         self.doses = doses
@@ -170,7 +170,7 @@ public final class ButtonPipeline: Sendable {
 
     /// A press while an alarm rings (or just after): single Stop, double Snooze, anything else nothing. It
     /// never reaches the dose use case, whatever the button's mapping.
-    private func answerAlarm(_ alarms: any RingingAlarmControl, _ intent: ButtonIntent, name: String) {
+    private func answerAlarm(_ alarms: any RingAnswering, _ intent: ButtonIntent, name: String) {
         events?.publish(.buttonPressed(address: intent.button.address, gesture: intent.gesture.rawValue))
         let answered: Bool
         switch intent.gesture {

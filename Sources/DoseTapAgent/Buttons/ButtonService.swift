@@ -32,7 +32,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                 doses: DoseUseCases?, samples: BatterySampleRepository?, events: EventBus? = nil,
                 clock: any Scheduling, logger: Logger, databaseChanges: AsyncStream<Void>?,
                 onHandled: @escaping @Sendable (ButtonSignal, [DoseOutcome]) -> Void = { _, _ in },
-                observer: (@Sendable (ButtonIntent) -> Void)? = nil, alarms: (any RingingAlarmControl)? = nil) {
+                observer: (@Sendable (ButtonIntent) -> Void)? = nil, alarms: (any RingAnswering)? = nil) {
         self.sources = sources
         self.buttons = buttons
         self.clock = clock

@@ -43,7 +43,7 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
     private let tap: (messages: AsyncStream<MQTTMessage>, links: AsyncStream<Bool>)
     private let database: DoseTapDatabase
     private let doses: DoseUseCases
-    private let alarms: any RingingAlarmControl
+    private let alarms: any RingAnswering
     private let readBattery: @Sendable () -> BatteryStatus?
     private let stream: AsyncStream<AgentEvent>
     private let databaseChanges: AsyncStream<Void>?
@@ -55,10 +55,10 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
     /// Subscribes to the events and taps the client at once: nothing published after this returns is missed.
     /// - Parameters:
     ///   - client: the household's client (`HouseholdLink.client`); this service never connects or closes it.
-    ///   - alarms: every alarm that can ring here (`RingingAlarms`).
+    ///   - alarms: every alarm that can ring here (`RingAnswers`).
     ///   - battery: the battery now, until the monitor's first reading arrives.
     public init(settings: HomeAssistantSettings, identity: HouseholdIdentity, client: MQTTClient, database: DoseTapDatabase,
-                doses: DoseUseCases, alarms: any RingingAlarmControl, battery: @escaping @Sendable () -> BatteryStatus?,
+                doses: DoseUseCases, alarms: any RingAnswering, battery: @escaping @Sendable () -> BatteryStatus?,
                 events: EventBus, databaseChanges: AsyncStream<Void>?, clock: any Scheduling, logger: Logger) {
         self.settings = settings
         topics = HomeAssistantTopics(prefix: settings.discoveryPrefix, identity: identity)

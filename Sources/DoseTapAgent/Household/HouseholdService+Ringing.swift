@@ -9,7 +9,7 @@ import Synchronization
 
 /// A backup alarm ringing here: started, followed, answered (Stop, Snooze) and ended.
 extension HouseholdService {
-    // MARK: AlarmRingHolder (a backup alarm ringing here; `RingingAlarms` answers it)
+    // MARK: RingHolder (a backup alarm ringing here; `RingAnswers` answers it)
 
     public var isRinging: Bool { state.withLock { $0.ringing != nil } }
 

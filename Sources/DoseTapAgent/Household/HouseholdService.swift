@@ -14,7 +14,7 @@ import Synchronization
 /// "All backups tried …" when the list is exhausted. Without a broker it still sends this machine's push
 /// and call targets. Everything from the broker is untrusted: it can ring a backup alarm here, never record
 /// a dose or change an alarm.
-public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomStringConvertible {
+public final class HouseholdService: Service, RingHolder, Sendable, CustomStringConvertible {
     public var description: String { "HouseholdService" }
 
     /// How often an online agent says so (the broker's last will says when it is gone).
@@ -24,7 +24,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
 
     struct BackupRinging {
         var ring: HouseholdRepository.BackupRing
-        var ringing: AlarmRinger.Ringing
+        var ringing: AlarmBell.Ringing
         /// As the events and the ringer know it.
         var alarmRing: AlarmRing
     }
@@ -53,7 +53,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     let link: (any HouseholdBroker)?
     let refused: HouseholdLink.Refused?
     let delivery: BackupDelivery
-    let ringer: AlarmRinger
+    let ringer: AlarmBell
     let clock: any Scheduling
     let logger: Logger
     let events: EventBus?
@@ -66,7 +66,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     /// - Parameters:
     ///   - ownAlarms: this machine's own alarms, stopped here when the household stopped one elsewhere.
     public convenience init(identity: HouseholdIdentity, database: DoseTapDatabase, link: (any HouseholdBroker)?, delivery: BackupDelivery,
-                            ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
+                            ringer: AlarmBell, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
                             ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?) {
         self.init(identity: identity, database: database, broker: link.map { .success($0) }, delivery: delivery, ringer: ringer, clock: clock,
                   logger: logger, events: events, databaseChanges: databaseChanges, ownAlarms: ownAlarms, statusFile: statusFile)
@@ -75,7 +75,7 @@ public final class HouseholdService: Service, AlarmRingHolder, Sendable, CustomS
     /// - Parameters:
     ///   - broker: the household broker, a configured one refused (shown by `household status`), or nil.
     public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<any HouseholdBroker, HouseholdLink.Refused>?, delivery: BackupDelivery,
-                ringer: AlarmRinger, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
+                ringer: AlarmBell, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
                 ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?) {
         self.identity = identity
         self.database = database

@@ -6,10 +6,10 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// What a button or a notification can do to the alarm ringing now (`RingingAlarms`). While it rings — and
+/// What a button or a notification can do to the alarm ringing now (`RingAnswers`). While it rings — and
 /// for `AlarmRingRules.buttonGrace` after — every added button belongs to the alarm: single press Stop,
 /// double press Snooze, anything else nothing; never a dose.
-public protocol RingingAlarmControl: Sendable {
+public protocol RingAnswering: Sendable {
     /// True while an alarm rings, and for a few seconds after it ended.
     func claimsButtons(at now: Date) -> Bool
     /// Whether an alarm rings now (not counting the grace after).
@@ -21,15 +21,15 @@ public protocol RingingAlarmControl: Sendable {
 }
 
 /// Rings the alarms (#11). On the scheduling port it waits for the next occurrence or snooze; at it, the
-/// `AlarmRinger` rings until Stop or Snooze (the command line, a notification, a button) or ten minutes,
+/// `AlarmBell` rings until Stop or Snooze (the command line, a notification, a button) or ten minutes,
 /// then records a miss and leaves "Missed alarm HH:MM". After a resume, a reboot or a restart, an
 /// occurrence at most ten minutes late rings at once and an older one is recorded as missed
 /// (`AlarmPlanner`). One alarm rings at a time; another due meanwhile rings after it (or is missed).
-public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStringConvertible {
+public final class AlarmService: Service, RingHolder, Sendable, CustomStringConvertible {
     public var description: String { "AlarmService" }
 
     private struct State {
-        var ringing: AlarmRinger.Ringing?
+        var ringing: AlarmBell.Ringing?
         var endedAt: Date?
         /// When the next alarm (or snooze) is due, for the wake-up from suspend.
         var nextAt: Date?
@@ -37,7 +37,7 @@ public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStrin
 
     private let store: DataStore
     private let alarms: AlarmUseCases
-    private let ringer: AlarmRinger
+    private let ringer: AlarmBell
     private let clock: any Scheduling
     private let logger: Logger
     private let events: EventBus?
@@ -45,7 +45,7 @@ public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStrin
     private let loop: PlanningLoop
     private let state = Mutex(State())
 
-    public init(store: DataStore, alarms: AlarmUseCases, ringer: AlarmRinger, clock: any Scheduling, logger: Logger,
+    public init(store: DataStore, alarms: AlarmUseCases, ringer: AlarmBell, clock: any Scheduling, logger: Logger,
                 events: EventBus?, databaseChanges: AsyncStream<Void>?) {
         self.store = store
         self.alarms = alarms
@@ -157,7 +157,7 @@ public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStrin
 
     /// Follows a ring whose row says `ringing` (or has just ended): ends it when someone answered, the alarm
     /// changed, or its ten minutes are up; resumes it after a restart. Returns when it gives up.
-    private func follow(_ ring: AlarmRing, current: AlarmRinger.Ringing?, tracks: [AlarmTrack], rings: AlarmRingRepository,
+    private func follow(_ ring: AlarmRing, current: AlarmBell.Ringing?, tracks: [AlarmTrack], rings: AlarmRingRepository,
                         now: Date, zone: TimeZone) async throws -> Date? {
         guard ring.outcome == .ringing else {
             // Answered — in this agent (a use case, then a poke) or in another process (the command line, then
@@ -202,7 +202,7 @@ public final class AlarmService: Service, AlarmRingHolder, Sendable, CustomStrin
         events?.publish(.alarmRinging(ring, alarm))
     }
 
-    private func end(_ ringing: AlarmRinger.Ringing, outcome: AlarmRing?) async {
+    private func end(_ ringing: AlarmBell.Ringing, outcome: AlarmRing?) async {
         let now = clock.now()
         state.withLock {
             $0.ringing = nil

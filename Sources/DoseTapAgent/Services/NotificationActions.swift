@@ -17,13 +17,13 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
     private let doses: DoseUseCases
     private let logger: Logger
     /// The ringing alarm's notification (Stop, Snooze 9 min).
-    private let ringer: AlarmRinger?
-    private let alarms: (any RingingAlarmControl)?
+    private let ringer: AlarmBell?
+    private let alarms: (any RingAnswering)?
     /// A usage alert's "Snooze 1h".
     private let usageAlerts: AlertUseCases?
 
     public init(desktop: DesktopNotifications, feedback: FeedbackNotifier, doses: DoseUseCases, logger: Logger,
-                ringer: AlarmRinger? = nil, alarms: (any RingingAlarmControl)? = nil, usageAlerts: AlertUseCases? = nil) {
+                ringer: AlarmBell? = nil, alarms: (any RingAnswering)? = nil, usageAlerts: AlertUseCases? = nil) {
         self.usageAlerts = usageAlerts
         self.desktop = desktop
         self.feedback = feedback
@@ -48,7 +48,7 @@ public final class NotificationActions: Service, Sendable, CustomStringConvertib
     @discardableResult
     public func handle(_ invocation: DesktopNotifications.Invocation) async -> DoseOutcome? {
         if let ringer, let alarms, ringer.ring(forNotification: invocation.id) != nil {
-            switch AlarmRinger.Action(rawValue: invocation.action) {
+            switch AlarmBell.Action(rawValue: invocation.action) {
             case .stop: alarms.stop(by: .notification)
             case .snooze: alarms.snooze(by: .notification)
             case nil: logger.warning("unknown alarm notification action rejected", metadata: ["action": "\(DisplayText.escaped(invocation.action))"])

@@ -39,7 +39,7 @@ public enum Agent {
 /// Home Assistant's service when `[home_assistant] enabled = true` and the household broker can carry it; nil
 /// otherwise, with the reason logged as an error when it was asked for (never a silent half-feature).
 func homeAssistantService(_ configuration: AgentConfiguration, broker: Result<HouseholdLink, HouseholdLink.Refused>?, identity: HouseholdIdentity,
-                          database: DoseTapDatabase, doses: DoseUseCases, alarms: any RingingAlarmControl,
+                          database: DoseTapDatabase, doses: DoseUseCases, alarms: any RingAnswering,
                           battery: @escaping @Sendable () -> BatteryStatus?, events: EventBus, databaseChanges: AsyncStream<Void>?,
                           logger: Logger) -> HomeAssistantService? {
     let settings = configuration.homeAssistant

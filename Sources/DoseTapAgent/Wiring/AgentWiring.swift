@@ -39,12 +39,12 @@ final class AgentWiring: Sendable {
     let doseRepository: DoseRepository
     let doses: DoseUseCases
     let alarmUseCases: AlarmUseCases
-    let ringer: AlarmRinger
+    let ringer: AlarmBell
     let alarms: AlarmService
     let identity: HouseholdIdentity
     let broker: Result<HouseholdLink, HouseholdLink.Refused>?
     let household: HouseholdService
-    let ringing: RingingAlarms
+    let ringing: RingAnswers
     let usageAlerts: AlertUseCases
 
     init(paths: DataPaths, logger: Logger) async throws {
@@ -85,7 +85,7 @@ final class AgentWiring: Sendable {
         doses = DoseUseCases(repository: doseRepository, clock: SystemClock(), battery: { battery.statusNow() }, events: events)
         // Alarms: they ring here until Stop or Snooze (the CLI, the notification, any button) or ten minutes.
         alarmUseCases = AlarmUseCases(store: store, clock: SystemClock(), battery: { battery.statusNow() }, events: events)
-        ringer = AlarmRinger(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared, logger: logger)
+        ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared, logger: logger)
         alarms = AlarmService(store: store, alarms: alarmUseCases, ringer: ringer, clock: TimerFDScheduler.shared,
                               logger: logger, events: events, databaseChanges: watcher?.changes())
         // The household (#12): backups of our alarms, and the others' backups ringing here.
@@ -100,9 +100,9 @@ final class AgentWiring: Sendable {
                                      phone: settings.phone, logger: logger),
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
             // This machine's own alarm, stopped by the household: the one use case that ends a ring.
-            ownAlarms: RingingAlarms(alarms: alarmUseCases, holders: [alarms], logger: ringLogger),
+            ownAlarms: RingAnswers(alarms: alarmUseCases, holders: [alarms], logger: ringLogger),
             statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold())
-        ringing = RingingAlarms(alarms: alarmUseCases, holders: [alarms, household], logger: logger)
+        ringing = RingAnswers(alarms: alarmUseCases, holders: [alarms, household], logger: logger)
         // Usage alerts for every battery (#13): readings in, `usage-alert` out.
         let source = self.source
         usageAlerts = AlertUseCases(store: store, clock: SystemClock(), supplies: { ((try? source.snapshot()) ?? []).map(PowerSupplyReading.init(raw:)) },

@@ -5,7 +5,7 @@ import Logging
 
 /// A service that may hold an alarm ringing here: this machine's own (`AlarmService`) or a backup of the
 /// household (`HouseholdService`). It says whether it rings; it is told to look again after an answer.
-public protocol AlarmRingHolder: Sendable {
+public protocol RingHolder: Sendable {
     /// True while its alarm rings, and for `AlarmRingRules.buttonGrace` after it ended.
     func claimsButtons(at now: Date) -> Bool
     /// Whether its alarm rings now (not counting the grace after).
@@ -16,7 +16,7 @@ public protocol AlarmRingHolder: Sendable {
     var ownAlarmRinging: Int? { get }
 }
 
-extension AlarmRingHolder {
+extension RingHolder {
     public var ownAlarmRinging: Int? { nil }
 }
 
@@ -29,12 +29,12 @@ public protocol OwnAlarmAnswering: Sendable {
 /// Every alarm that can ring here, answered as one by the buttons, the notifications and Home Assistant.
 /// One use case ends a ring, whatever rang it (`AlarmUseCases.stopRinging`/`snoozeRinging`, as the command
 /// line and the dashboard do); the holders then follow the stored answer.
-public struct RingingAlarms: RingingAlarmControl, OwnAlarmAnswering {
+public struct RingAnswers: RingAnswering, OwnAlarmAnswering {
     private let alarms: AlarmUseCases
-    private let holders: [any AlarmRingHolder]
+    private let holders: [any RingHolder]
     private let logger: Logger
 
-    public init(alarms: AlarmUseCases, holders: [any AlarmRingHolder], logger: Logger) {
+    public init(alarms: AlarmUseCases, holders: [any RingHolder], logger: Logger) {
         self.alarms = alarms
         self.holders = holders
         self.logger = logger

@@ -9,7 +9,7 @@ import Synchronization
 /// Rings an alarm on this machine: its sound looped with the volume rising over the first 30 s (where the
 /// player can set a volume), its vibration repeated at its intensity, and a critical desktop notification
 /// with Stop and Snooze — until `finish`. Every pause between loops waits on the scheduling port.
-public final class AlarmRinger: Sendable {
+public final class AlarmBell: Sendable {
     /// The notification buttons of a ringing alarm.
     public enum Action: String, Sendable, CaseIterable {
         case stop = "alarm-stop"

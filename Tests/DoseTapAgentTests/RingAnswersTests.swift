@@ -8,12 +8,12 @@ import Logging
 import Synchronization
 import Testing
 
-/// `RingingAlarms` (#26): one use case ends a ring, whatever rang it — this machine's own alarm and a
+/// `RingAnswers` (#26): one use case ends a ring, whatever rang it — this machine's own alarm and a
 /// household backup ringing here are stopped or snoozed by the same `AlarmUseCases` the command line and the
 /// dashboard call, and the services holding them are told to look again.
 @Suite("One answer for every alarm ringing here: own and backup, through the one use case")
-struct RingingAlarmsTests {
-    final class Holder: AlarmRingHolder {
+struct RingAnswersTests {
+    final class Holder: RingHolder {
         let ringing: Bool
         let own: Int?
         let pokes = Mutex(0)
@@ -58,7 +58,7 @@ struct RingingAlarmsTests {
         let w = try world()
         let (own, backup) = try bothRinging(w)
         let holders = [Holder(ringing: true), Holder(ringing: true)]
-        let ringing = RingingAlarms(alarms: w.alarms, holders: holders, logger: Logger(label: "test"))
+        let ringing = RingAnswers(alarms: w.alarms, holders: holders, logger: Logger(label: "test"))
         #expect(ringing.isRinging && ringing.claimsButtons(at: Self.now))
         #expect(ringing.stop(by: .button))
         #expect(try w.rings.ring(id: own.id)?.outcome == .stopped && w.rings.ring(id: own.id)?.endedBy == .button)
@@ -72,7 +72,7 @@ struct RingingAlarmsTests {
         let id = try w.alarms.add(.init(time: "05:00", label: "Mine", repetition: "daily")).alarm.id
         let own = try w.rings.start(.init(alarmID: id, kind: .scheduled, dueAt: Self.now.addingTimeInterval(-60)), at: Self.now.addingTimeInterval(-60))
         let holder = Holder(ringing: true, own: id)
-        let ringing = RingingAlarms(alarms: w.alarms, holders: [holder], logger: Logger(label: "test"))
+        let ringing = RingAnswers(alarms: w.alarms, holders: [holder], logger: Logger(label: "test"))
         #expect(!ringing.stop(ownAlarm: id + 1, by: .household))
         #expect(try w.rings.ring(id: own.id)?.outcome == .ringing)
         #expect(holder.pokes.withLock { $0 } == 0)
@@ -88,7 +88,7 @@ struct RingingAlarmsTests {
         let backup = try #require(try w.backups.startRing(SlotKey(occurrence: occurrence, target: 0, at: Int64(Self.now.timeIntervalSince1970)),
                                                           label: "Wake", time: "04:59", at: Self.now))
         let holder = Holder(ringing: true)
-        let ringing = RingingAlarms(alarms: w.alarms, holders: [Holder(ringing: false), holder], logger: Logger(label: "test"))
+        let ringing = RingAnswers(alarms: w.alarms, holders: [Holder(ringing: false), holder], logger: Logger(label: "test"))
         #expect(ringing.snooze(by: .notification))
         #expect(try w.backups.ring(id: backup.id)?.outcome == .snoozed && w.backups.ring(id: backup.id)?.endedBy == .notification)
         #expect(try w.rings.ringing() == nil)
@@ -99,13 +99,13 @@ struct RingingAlarmsTests {
     func nothing() throws {
         let w = try world()
         let holder = Holder(ringing: false)
-        let ringing = RingingAlarms(alarms: w.alarms, holders: [holder], logger: Logger(label: "test"))
+        let ringing = RingAnswers(alarms: w.alarms, holders: [holder], logger: Logger(label: "test"))
         #expect(!ringing.stop(by: .button) && !ringing.snooze(by: .button))
         // A row left ringing by an agent that died, eleven minutes ago: not a ring any more.
         let id = try w.alarms.add(.init(time: "04:50", label: "Old", repetition: "daily")).alarm.id
         let stale = try w.rings.start(.init(alarmID: id, kind: .scheduled, dueAt: Self.now.addingTimeInterval(-660)), at: Self.now.addingTimeInterval(-660))
         let believer = Holder(ringing: true)
-        #expect(!RingingAlarms(alarms: w.alarms, holders: [believer], logger: Logger(label: "test")).stop(by: .button))
+        #expect(!RingAnswers(alarms: w.alarms, holders: [believer], logger: Logger(label: "test")).stop(by: .button))
         #expect(try w.rings.ring(id: stale.id)?.outcome == .ringing)
         #expect(holder.pokes.withLock { $0 } == 0 && believer.pokes.withLock { $0 } == 0)
     }
