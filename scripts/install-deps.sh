@@ -7,7 +7,7 @@
 set -euo pipefail
 
 run_packages=(pkg-config libudev-dev libsqlite3-dev libdbus-1-dev linux-libc-dev libmosquitto-dev libasound2-dev)
-test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime sqlite3 python3 dbus-daemon dbus-bin python3-dbusmock sox libsox-fmt-all alsa-utils sound-theme-freedesktop python3-venv util-linux mosquitto chromium chromium-driver dpkg-dev fakeroot lintian binutils systemd sway waybar grim i3 i3blocks xvfb scrot tesseract-ocr tesseract-ocr-eng fonts-noto-color-emoji fonts-dejavu-core)
+test_packages=(umockdev libumockdev-dev libglib2.0-dev faketime sqlite3 python3 dbus-daemon dbus-bin python3-dbusmock sox libsox-fmt-all alsa-utils sound-theme-freedesktop python3-venv util-linux mosquitto chromium chromium-driver dpkg-dev fakeroot lintian binutils gdb systemd sway waybar grim i3 i3blocks xvfb scrot tesseract-ocr tesseract-ocr-eng fonts-noto-color-emoji fonts-dejavu-core)
 
 packages=("${run_packages[@]}")
 if [[ "${1:-run}" == test || "${1:-run}" == bench ]]; then

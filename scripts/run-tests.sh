@@ -65,17 +65,29 @@ report() {
   rm -f "$failures"
 }
 trap 'cleanup; report' EXIT
+# A step that runs past its budget (DOSETAP_TEST_STEP_BUDGET seconds, 25 minutes unless told; the longest step
+# takes about 5 minutes here) is a hang: scripts/hang-report.sh names the tests in flight, prints the test
+# process's stacks and ends the step, which then fails.
 swift_test() {
-  local log status=0
+  local log status=0 watchdog budget=${DOSETAP_TEST_STEP_BUDGET:-1500}
   log=$(mktemp)
+  ( trap 'kill $! 2>/dev/null; exit 0' TERM; sleep "$budget" & wait $!
+    scripts/hang-report.sh "$log" "$budget" | tee "$log.hang" ) &
+  watchdog=$!
   "$@" 2>&1 | tee "$log" || status=$?
+  kill "$watchdog" 2>/dev/null || true
+  wait "$watchdog" 2>/dev/null || true
+  if [[ -s $log.hang ]]; then
+    sed -n '1,/threads of test process/p' "$log.hang" | head -n 40 >> "$failures"
+    [[ $status -ne 0 ]] || status=124
+  fi
   if [[ $status -ne 0 ]]; then
     awk '/^✘ Test .*recorded an issue/ { print; n = 15; next }
          n > 0 && /^(◇|✔|✘|↳ \/\/\/|[0-9]{4}-[0-9]{2}-[0-9]{2}T)/ { n = 0 }
          n > 0 { print; n-- }' "$log" >> "$failures"
     grep -E "^✘ Test run with" "$log" >> "$failures" || echo "(exit $status, no test summary)" >> "$failures"
   fi
-  rm -f "$log"
+  rm -f "$log" "$log.hang"
   return "$status"
 }
 

@@ -1,6 +1,7 @@
 #include "CLinuxTime.h"
 #include <errno.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -170,4 +171,8 @@ int dosetap_pidfd_open(int pid) {
 #else
     return (int)syscall(434, pid, 0); /* the same number on every architecture (the shared table, Linux 5.1+) */
 #endif
+}
+
+int dosetap_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }

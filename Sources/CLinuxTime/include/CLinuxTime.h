@@ -19,6 +19,9 @@ int dosetap_time_epoll_remove(int epfd, int fd);
 /* Blocks until at least one is ready (EINTR retried); fills keys; returns how many, or -1. */
 int dosetap_time_epoll_wait(int epfd, uint64_t *keys, int max);
 
+/* Names the calling thread (the first 15 bytes), as `top` and gdb show it: prctl(PR_SET_NAME). 0, or -1 and errno. */
+int dosetap_thread_name(const char *name);
+
 /* ---- The agent's one event loop (DoseTapLinux's EpollLoop) ---------------------------------------------- */
 
 /* A non-blocking, close-on-exec eventfd (the loop's "work queued" signal). -1 and errno on failure. */

@@ -52,13 +52,13 @@ extension MQTTClient {
                 return !c.running && !c.stopping
             }
             guard first else { return }
-            let thread = Thread { [self] in
+            let started = startThread(name: "dosetap-mqtt", stackSize: 1 << 19) { [self] in
                 run(state: state)
                 finished.signal()
             }
-            thread.name = "dosetap-mqtt"
-            thread.stackSize = 1 << 19
-            thread.start()
+            // No thread to be had: nothing runs, so nothing may be waited for (`close`, `stop`); the connection
+            // is not made and `connect` says so after its timeout.
+            if !started { control.withLock { $0.running = false } }
         }
 
         /// Wakes the loop: something was queued from another thread.

@@ -80,9 +80,8 @@ public final class EpollLoop: SerialExecutor, @unchecked Sendable {
         wake = dosetap_eventfd_create()
         precondition(epoll >= 0 && wake >= 0, "EpollLoop: no epoll or eventfd (\(String(cString: strerror(errno))))")
         _ = dosetap_epoll_watch(epoll, wake, UInt32(DOSETAP_EPOLLIN), 0, 0)
-        let thread = Thread { [self] in run() }
-        thread.name = "dosetap-loop"
-        thread.start()
+        let started = startThread(name: "dosetap-loop") { [self] in run() }
+        precondition(started, "EpollLoop: no thread for its loop")
     }
 
     // MARK: - Swift concurrency
