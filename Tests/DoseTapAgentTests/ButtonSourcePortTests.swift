@@ -88,6 +88,32 @@ struct ButtonSourcePortTests {
         #expect(remotes.closed == 1 && tags.closed == 1)
         #expect(try repo.count() == 1)
     }
+
+    @Test("a button added by the agent's own use case (the dashboard) reaches the sources through the event bus, with no data-folder watch")
+    func ownChangeThroughTheBus() async throws {
+        let clock = FakeClock(Date(timeIntervalSince1970: 1_800_000_000), timeZone: TimeZone(identifier: "America/New_York")!)
+        let db = try DoseTapDatabase(directory: freshDataFolder())
+        let buttons = ButtonRepository(database: db)
+        let tags = ScriptedSource(kinds: [.itag])
+        let events = EventBus()
+        let repo = DoseRepository(database: db)
+        // No inotify stream at all: only the bus can tell the service.
+        let service = ButtonService(sources: [tags], buttons: buttons, doses: DoseUseCases(repository: repo, clock: clock),
+                                    samples: BatterySampleRepository(database: db), events: events, clock: clock, logger: Logger(label: "t"),
+                                    databaseChanges: nil)
+        let running = Task { try await service.run() }
+        #expect(await Self.eventually { tags.running })
+        #expect(tags.followed == [[]])
+
+        _ = try ButtonUseCases(store: DataStore(database: db), events: events).add(address: Self.tag, kind: .itag, name: "tag", bindkey: nil)
+        #expect(await Self.eventually { tags.followed.count == 2 })
+        #expect(tags.followed.last == [Self.tag])
+        #expect(service.pipeline.interpreter.configured.map(\.address) == [Self.tag])
+
+        running.cancel()
+        _ = try? await running.value
+        #expect(tags.closed == 1)
+    }
 }
 
 extension Task where Success == Never, Failure == Never {

@@ -10,7 +10,9 @@ import Synchronization
 /// Buttons in the agent, as a short pipeline: every source (`ButtonSource`: BTHome adverts from BlueZ, HID
 /// remotes from udev + evdev, iTags over GATT) feeds one stream of `ButtonSignal`s; one loop hands each to
 /// the `ButtonPipeline` (allowlist, gestures, flood guard, the dose use case). Picks up added, removed or
-/// remapped buttons without a restart, telling each source the added buttons of its kinds.
+/// remapped buttons without a restart — the agent's own changes (the dashboard) from the event bus
+/// (`.settingsChanged`), another process's (the command line) from the data folder — telling each source the
+/// added buttons of its kinds.
 public final class ButtonService: Service, Sendable, CustomStringConvertible {
     public var description: String { "ButtonService" }
 
@@ -20,6 +22,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     let clock: any Scheduling
     let logger: Logger
     private let databaseChanges: AsyncStream<Void>?
+    private let events: EventBus?
     private let onHandled: @Sendable (ButtonSignal, [DoseOutcome]) -> Void
     private let reportedUnusable = Mutex(RecentKeys<String>(capacity: 256))
 
@@ -38,6 +41,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         self.clock = clock
         self.logger = logger
         self.databaseChanges = databaseChanges
+        self.events = events
         self.onHandled = onHandled
         let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
         pipeline = ButtonPipeline(buttons: stored.buttons, doses: observer == nil ? doses : nil,
@@ -60,6 +64,8 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     public func run() async throws {
         // One stream of everything the sources report; bounded, so a radio flood cannot grow it without end.
         let (signals, sink) = AsyncStream<ButtonSignal>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        // Subscribed before the first reading of the allowlist: a change published meanwhile is read again.
+        let news = events?.subscribe()
         await tellSources()
         // Shutdown cancels everything below (the streams end on cancellation), then the sources close.
         await cancelWhenGracefulShutdown {
@@ -69,7 +75,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
                         self.onHandled(signal, self.pipeline.handle(signal))
                     }
                 }
-                group.addTask { await self.followConfiguration() }
+                group.addTask { await self.followConfiguration(news: news) }
                 for source in self.sources {
                     group.addTask { await source.run(into: { sink.yield($0) }) }
                 }
@@ -89,18 +95,38 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Re-reads the allowlist whenever the database changes (the CLI added or remapped a button).
-    private func followConfiguration() async {
-        guard let databaseChanges else { return await Task.untilCancelled() }
-        for await _ in databaseChanges {
-            let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
-            reportUnusable(stored.unusable)
-            let now = stored.buttons
-            if Set(now) != Set(pipeline.interpreter.configured) {
-                pipeline.replace(now)
-                logger.info("buttons changed", metadata: ["buttons": "\(now.map(\.address).sorted().joined(separator: ","))"])
-                await tellSources()
+    /// Re-reads the allowlist on every `.settingsChanged` of the bus (the agent's own use cases: the dashboard
+    /// added or remapped a button) and every change of the data folder (the command line did), one at a time.
+    private func followConfiguration(news: AsyncStream<AgentEvent>?) async {
+        let (changes, changed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        await withTaskGroup(of: Void.self) { group in
+            if let news {
+                group.addTask {
+                    for await event in news where event == .settingsChanged { changed.yield() }
+                }
             }
+            if let databaseChanges {
+                group.addTask {
+                    for await _ in databaseChanges { changed.yield() }
+                }
+            }
+            group.addTask {
+                for await _ in changes { await self.reload() }
+            }
+            await Task.untilCancelled()
+            changed.finish()
+            group.cancelAll()
+        }
+    }
+
+    private func reload() async {
+        let stored = (try? buttons.load()) ?? (buttons: [], unusable: [])
+        reportUnusable(stored.unusable)
+        let now = stored.buttons
+        if Set(now) != Set(pipeline.interpreter.configured) {
+            pipeline.replace(now)
+            logger.info("buttons changed", metadata: ["buttons": "\(now.map(\.address).sorted().joined(separator: ","))"])
+            await tellSources()
         }
     }
 }
