@@ -18,7 +18,6 @@ extension WebDashboard {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-store"
-        Self.securityHeaders(&headers)
         let pokes = pokeStream()
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { pokes.stop() }

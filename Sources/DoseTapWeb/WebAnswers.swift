@@ -9,7 +9,8 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
-/// How the dashboard answers: pages, JSON, one-line errors (a use case's "no" mapped to a status by its kind), redirects with a flash, security headers on every response.
+/// How the dashboard answers: pages, JSON, one-line errors (a use case's "no" mapped to a status by its kind),
+/// redirects with a flash; the security headers that `SecurityHeaders` puts on every response.
 extension WebDashboard {
     // MARK: - Answers
 
@@ -26,7 +27,6 @@ extension WebDashboard {
     static func response(_ status: HTTPResponse.Status, _ contentType: String, _ text: String, headers: HTTPFields = [:]) -> Response {
         var fields = headers
         fields[.contentType] = contentType
-        securityHeaders(&fields)
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
@@ -68,7 +68,6 @@ extension WebDashboard {
         var fields = HTTPFields()
         fields[.location] = location
         for cookie in cookies { fields.append(HTTPField(name: .setCookie, value: cookie)) }
-        securityHeaders(&fields)
         return Response(status: .seeOther, headers: fields)
     }
 

@@ -107,7 +107,7 @@ public enum WebFace {
             var quiet = logger
             quiet[metadataKey: "listener"] = "\(name)"
             let requestLogger = quiet
-            let responder = DashboardResponder(dashboard: dashboard)
+            let responder = dashboard.responder
             let logger = self.logger
             let name = self.name
             let onListening = self.onListening
@@ -120,6 +120,7 @@ public enum WebFace {
                             response = try await responder.respond(to: request, context: context)
                         } catch {
                             response = WebDashboard.error(.internalServerError, "the request failed", api: true)
+                            WebDashboard.securityHeaders(&response.headers)
                         }
                         response.headers[.date] = HTTPDate.now()
                         try await writer.write(response: response.head, body: response.body)

@@ -17,7 +17,6 @@ extension WebDashboard {
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-store"
-        Self.securityHeaders(&headers)
         let (names, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let subscription = events.subscribe()
         let changes = databaseChanges()

@@ -38,13 +38,16 @@ extension WebDashboard {
     }
 }
 
-/// Bad input, as a status and one line.
+/// Bad input (or a request the dashboard will not serve), as a status, one line and the headers it needs
+/// (a refusal's `Retry-After`); `ErrorAnswers` makes the answer.
 struct WebInputError: Error {
     var status: HTTPResponse.Status
     var message: String
-    init(_ status: HTTPResponse.Status, _ message: String) {
+    var headers: HTTPFields
+    init(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.message = message
+        self.headers = headers
     }
 }
 

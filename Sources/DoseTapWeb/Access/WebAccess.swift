@@ -9,10 +9,9 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
-/// Who may do what on a request: a trusted local peer, a paired browser's session, or nobody; the rate limit's key; pairing; the origin and CSRF checks of every state change.
+/// Who may do what on a request: a trusted local peer, a paired browser's session, or nobody; the rate limit's
+/// key and its wait; pairing. (The middleware in Router/ applies them.)
 extension WebDashboard {
-    // MARK: - Routing
-
     /// Who may do what on this request.
     enum Access: Equatable {
         /// A Unix-socket peer of our own uid: no pairing, no CSRF (no browser is involved).
@@ -69,24 +68,6 @@ extension WebDashboard {
             return Self.redirect("/", cookies: [sessionCookie(session)])
         } catch {
             return Self.html(PairingPage.render(error: error.description), status: .forbidden)
-        }
-    }
-
-    /// A request from another site's page (a browser says so in `Origin`) is refused, paired or not.
-    func checkOrigin(_ request: Request) throws {
-        guard let origin = request.headers[.origin] else { return }
-        // HTTP/1.1 keeps the Host header as a header (HTTP/2 would give :authority).
-        let host = request.headers[HTTPField.Name("Host")!] ?? request.head.authority ?? ""
-        guard origin == "http://\(host)" || origin == "https://\(host)" else {
-            throw WebInputError(.forbidden, "cross-site request refused")
-        }
-    }
-
-    func checkCSRF(_ request: Request, form: [String: String], access: Access) throws {
-        if case .local = access { return }
-        guard let key = access.csrfKey,
-              tokens.csrfValid(request.headers[HTTPField.Name("X-CSRF-Token")!] ?? form["csrf"], for: key) else {
-            throw WebInputError(.forbidden, "missing or wrong CSRF token: reload the page and try again")
         }
     }
 }

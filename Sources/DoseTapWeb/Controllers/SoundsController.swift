@@ -16,105 +16,148 @@ public struct WebSounds: Sendable {
     }
 }
 
+/// `/sounds…` and `/api/feedback…`, `/api/sounds…`: the feedback settings (`dosetap feedback …`) and the preview.
+struct SoundsController: DashboardController {
+    let dashboard: WebDashboard
+    let sounds: WebSounds
+
+    func addRoutes(to router: Router<WebContext>) {
+        router.get("/sounds", use: page)
+        router.post("/sounds/:change", use: change)
+        router.post("/sounds/events/:event", use: changeEvent)
+        router.get("/api/feedback", use: feedback)
+        router.get("/api/sounds", use: list)
+        router.post("/api/feedback", use: apiChange)
+        router.patch("/api/feedback", use: apiChange)
+        router.post("/api/feedback/events/:event", use: apiChangeEvent)
+        router.patch("/api/feedback/events/:event", use: apiChangeEvent)
+        router.post("/api/sounds/preview", use: apiPreview)
+        router.post("/api/sounds/stop", use: apiStop)
+    }
+
+    @Sendable func page(_ request: Request, _ context: WebContext) async throws -> Response {
+        let d = dashboard
+        let settings = sounds.settings
+        var headers = HTTPFields()
+        let flash = d.takeFlash(request, &headers)
+        let playing = sounds.preview?.playing
+        let csrf = d.csrf(context.access)
+        func render() throws -> String {
+            let (feedback, plans, choices) = try settings.screen()
+            return SoundsPage.render(feedback: feedback, plans: plans, sounds: choices, playing: playing, csrf: csrf, flash: flash)
+        }
+        guard flash == nil else { return WebDashboard.html(try render(), headers: headers) }
+        // The settings are in the store (a new generation on a change), the sound playing is part of the
+        // key; the machine's sounds are listed outside the store, so the page is kept for a second at most.
+        let now = d.clock.now()
+        return WebDashboard.html(try d.views.view(.init(view: "/sounds", session: csrf, variant: WebDashboard.themeVariant + "|" + (playing ?? "")), now: now) {
+            (try render(), WebDashboard.soundsValidity(now))
+        }, headers: headers)
+    }
+
+    func attempt(_ body: () throws -> (String, String?)) throws -> Response {
+        do {
+            let (message, note) = try body()
+            return try dashboard.redirect("/sounds", flash: Flash(recorded: true, message: message, verb: "saved", note: note))
+        } catch let error as UseCaseError {
+            return try dashboard.redirect("/sounds", flash: Flash(recorded: false, message: error.description, verb: "saved"))
+        }
+    }
+
+    func preview() throws -> SoundPreview {
+        guard let preview = sounds.preview else { throw WebInputError(.notFound, "no sound preview here") }
+        return preview
+    }
+
+    /// `/sounds/global|preview|stop`.
+    @Sendable func change(_ request: Request, _ context: WebContext) async throws -> Response {
+        let settings = sounds.settings
+        let form = try await WebDashboard.form(request, context)
+        switch context.parameters.get("change") {
+        case "global":
+            let change = try WebDashboard.globalChange(sound: form["sound"], haptics: form["haptics"], intensity: form["intensity"], quiet: form["quiet"])
+            return try attempt {
+                try settings.changeFeedback(change)
+                return ("sound and vibration for every event", change.haptics == true && !settings.hapticsSupported ? SoundsPage.notSupported : nil)
+            }
+        case "preview":
+            let preview = try preview()
+            let name = try WebDashboard.required(form["sound"], "sound")
+            return try attempt { ("playing \(try preview.play(name).name)", nil) }
+        case "stop":
+            let preview = try preview()
+            return try attempt { (preview.stop().map { "stopped \($0)" } ?? "nothing was playing", nil) }
+        default:
+            throw HTTPError(.notFound)
+        }
+    }
+
+    @Sendable func changeEvent(_ request: Request, _ context: WebContext) async throws -> Response {
+        let settings = sounds.settings
+        let form = try await WebDashboard.form(request, context)
+        let event = try WebDashboard.event(context.parameters.get("event") ?? "")
+        let change = try WebDashboard.eventChange(chime: form["chime"], sound: form["sound"], haptics: form["haptics"], intensity: form["intensity"])
+        return try attempt {
+            let pending = try settings.changeEvent(event, change)
+            return ("\(SoundsPage.title(event)): sound and vibration", pending ? WebDashboard.timerRunning : nil)
+        }
+    }
+
+    @Sendable func feedback(_ request: Request, _ context: WebContext) async throws -> Response {
+        let d = dashboard
+        let settings = sounds.settings
+        let now = d.clock.now()
+        return WebDashboard.response(.ok, "application/json", try d.views.view(.init(view: "/api/feedback", session: "", variant: ""), now: now) {
+            let (feedback, plans, _) = try settings.screen()
+            return (JSON.object([("feedback", feedback.json), ("plans", .array(plans.map(\.json)))]).text + "\n", WebDashboard.soundsValidity(now))
+        })
+    }
+
+    @Sendable func list(_ request: Request, _ context: WebContext) async throws -> Response {
+        WebDashboard.json(.object([("sounds", .array(sounds.settings.sounds().map(\.json))), ("playing", .optional(sounds.preview?.playing))]))
+    }
+
+    @Sendable func apiChange(_ request: Request, _ context: WebContext) async throws -> Response {
+        let settings = sounds.settings
+        let body = try await WebDashboard.jsonBody(request)
+        let change = try WebDashboard.globalChange(sound: try WebDashboard.text(body, "sound"), haptics: try WebDashboard.onOff(body, "haptics"),
+                                                   intensity: try WebDashboard.text(body, "intensity"), quiet: try WebDashboard.onOff(body, "quiet"))
+        return dashboard.apiAnswer {
+            try settings.changeFeedback(change)
+            return try settings.feedback().json
+        }
+    }
+
+    @Sendable func apiChangeEvent(_ request: Request, _ context: WebContext) async throws -> Response {
+        let settings = sounds.settings
+        let event = try WebDashboard.event(context.parameters.get("event") ?? "")
+        let body = try await WebDashboard.jsonBody(request)
+        let change = try WebDashboard.eventChange(chime: try WebDashboard.onOff(body, "chime"), sound: try WebDashboard.text(body, "sound"),
+                                                  haptics: try WebDashboard.onOff(body, "haptics"), intensity: try WebDashboard.text(body, "intensity"))
+        return dashboard.apiAnswer {
+            let pending = try settings.changeEvent(event, change)
+            return .object([("event", .string(event.rawValue)), ("settings", try settings.feedback().settings.event(event).json),
+                            ("plan", try settings.resolve(event).json), ("timerRunning", .bool(pending)),
+                            ("message", pending ? .string(WebDashboard.timerRunning) : .null)])
+        }
+    }
+
+    @Sendable func apiPreview(_ request: Request, _ context: WebContext) async throws -> Response {
+        let preview = try preview()
+        let body = try await WebDashboard.jsonBody(request)
+        let name = try WebDashboard.required(try WebDashboard.text(body, "sound"), "sound")
+        return dashboard.apiAnswer { .object([("playing", .string(try preview.play(name).name))]) }
+    }
+
+    @Sendable func apiStop(_ request: Request, _ context: WebContext) async throws -> Response {
+        let preview = try preview()
+        _ = try await WebDashboard.jsonBody(request)
+        return WebDashboard.json(.object([("stopped", .optional(preview.stop()))]))
+    }
+}
+
 extension WebDashboard {
     static let timerRunning = "Timer is running, changes will apply next time"
-
-    /// `/sounds…` and `/api/feedback…`, `/api/sounds…`.
-    func soundsRoute(_ request: Request, method: HTTPRequest.Method, path: String, access: Access, api: Bool) async throws -> Response {
-        guard let sounds else { return Self.error(.notFound, "no sound settings here", api: api) }
-        let settings = sounds.settings
-        let parts = path.split(separator: "/").map(String.init)
-        switch (method, parts.count) {
-        case (.get, 1) where parts[0] == "sounds":
-            var headers = HTTPFields()
-            let flash = takeFlash(request, &headers)
-            let playing = sounds.preview?.playing
-            let csrf = csrf(access)
-            func render() throws -> String {
-                let (feedback, plans, choices) = try settings.screen()
-                return SoundsPage.render(feedback: feedback, plans: plans, sounds: choices, playing: playing, csrf: csrf, flash: flash)
-            }
-            guard flash == nil else { return Self.html(try render(), headers: headers) }
-            // The settings are in the store (a new generation on a change), the sound playing is part of the
-            // key; the machine's sounds are listed outside the store, so the page is kept for a second at most.
-            let now = clock.now()
-            return Self.html(try views.view(.init(view: "/sounds", session: csrf, variant: Self.themeVariant + "|" + (playing ?? "")), now: now) {
-                (try render(), Self.soundsValidity(now))
-            }, headers: headers)
-        case (.post, _) where parts[0] == "sounds":
-            let form = try await Self.form(request)
-            try checkCSRF(request, form: form, access: access)
-            func attempt(_ body: () throws -> (String, String?)) throws -> Response {
-                do {
-                    let (message, note) = try body()
-                    return try redirect("/sounds", flash: Flash(recorded: true, message: message, verb: "saved", note: note))
-                } catch let error as UseCaseError {
-                    return try redirect("/sounds", flash: Flash(recorded: false, message: error.description, verb: "saved"))
-                }
-            }
-            switch parts.count == 2 ? parts[1] : parts.count == 3 && parts[1] == "events" ? "events" : "" {
-            case "global":
-                let change = try Self.globalChange(sound: form["sound"], haptics: form["haptics"], intensity: form["intensity"], quiet: form["quiet"])
-                return try attempt {
-                    try settings.changeFeedback(change)
-                    return ("sound and vibration for every event", change.haptics == true && !settings.hapticsSupported ? SoundsPage.notSupported : nil)
-                }
-            case "events":
-                let event = try Self.event(parts[2])
-                let change = try Self.eventChange(chime: form["chime"], sound: form["sound"], haptics: form["haptics"], intensity: form["intensity"])
-                return try attempt {
-                    let pending = try settings.changeEvent(event, change)
-                    return ("\(SoundsPage.title(event)): sound and vibration", pending ? Self.timerRunning : nil)
-                }
-            case "preview":
-                guard let preview = sounds.preview else { throw WebInputError(.notFound, "no sound preview here") }
-                let name = try Self.required(form["sound"], "sound")
-                return try attempt { ("playing \(try preview.play(name).name)", nil) }
-            case "stop":
-                guard let preview = sounds.preview else { throw WebInputError(.notFound, "no sound preview here") }
-                return try attempt { (preview.stop().map { "stopped \($0)" } ?? "nothing was playing", nil) }
-            default: break
-            }
-        case (.get, 2) where parts[1] == "feedback":
-            let now = clock.now()
-            return Self.response(.ok, "application/json", try views.view(.init(view: "/api/feedback", session: "", variant: ""), now: now) {
-                let (feedback, plans, _) = try settings.screen()
-                return (JSON.object([("feedback", feedback.json), ("plans", .array(plans.map(\.json)))]).text + "\n", Self.soundsValidity(now))
-            })
-        case (.get, 2) where parts[1] == "sounds":
-            return Self.json(.object([("sounds", .array(settings.sounds().map(\.json))), ("playing", .optional(sounds.preview?.playing))]))
-        case (.post, 2) where parts[1] == "feedback", (.patch, 2) where parts[1] == "feedback":
-            let body = try await Self.jsonBody(request)
-            try checkCSRF(request, form: [:], access: access)
-            let change = try Self.globalChange(sound: try Self.text(body, "sound"), haptics: try Self.onOff(body, "haptics"),
-                                               intensity: try Self.text(body, "intensity"), quiet: try Self.onOff(body, "quiet"))
-            return apiAnswer {
-                try settings.changeFeedback(change)
-                return try settings.feedback().json
-            }
-        case (.patch, 4) where parts[1] == "feedback" && parts[2] == "events", (.post, 4) where parts[1] == "feedback" && parts[2] == "events":
-            let event = try Self.event(parts[3])
-            let body = try await Self.jsonBody(request)
-            try checkCSRF(request, form: [:], access: access)
-            let change = try Self.eventChange(chime: try Self.onOff(body, "chime"), sound: try Self.text(body, "sound"),
-                                              haptics: try Self.onOff(body, "haptics"), intensity: try Self.text(body, "intensity"))
-            return apiAnswer {
-                let pending = try settings.changeEvent(event, change)
-                return .object([("event", .string(event.rawValue)), ("settings", try settings.feedback().settings.event(event).json),
-                                ("plan", try settings.resolve(event).json), ("timerRunning", .bool(pending)),
-                                ("message", pending ? .string(Self.timerRunning) : .null)])
-            }
-        case (.post, 3) where parts[1] == "sounds" && (parts[2] == "preview" || parts[2] == "stop"):
-            guard let preview = sounds.preview else { throw WebInputError(.notFound, "no sound preview here") }
-            let body = try await Self.jsonBody(request)
-            try checkCSRF(request, form: [:], access: access)
-            if parts[2] == "stop" { return Self.json(.object([("stopped", .optional(preview.stop()))])) }
-            let name = try Self.required(try Self.text(body, "sound"), "sound")
-            return apiAnswer { .object([("playing", .string(try preview.play(name).name))]) }
-        default: break
-        }
-        return Self.error(.notFound, "no such page: \(path)", api: api)
-    }
 
     /// How long a view of the sound settings is kept: a second (the machine's sounds are listed outside the
     /// store, from a listing at most a second old: a theme added or removed shows within 2 s).

@@ -10,7 +10,97 @@ import ServiceLifecycle
 import Synchronization
 
 /// Tonight's page and `/api/dose/…`: the dose commands of the command line, with the same refusals.
-extension WebDashboard {
+struct TonightController: DashboardController {
+    let dashboard: WebDashboard
+
+    func addRoutes(to router: Router<WebContext>) {
+        router.get("/", use: page)
+        router.get("/tonight/fragment", use: fragment)
+        router.get("/api/tonight", use: tonightJSON)
+        router.get("/api/session", use: session)
+        router.post("/tonight/:action", use: formAction)
+        router.post("/api/dose/:action", use: apiAction)
+    }
+
+    @Sendable func page(_ request: Request, _ context: WebContext) async throws -> Response {
+        let d = dashboard
+        var headers = HTTPFields()
+        let flash = d.takeFlash(request, &headers)
+        let csrf = d.csrf(context.access)
+        guard flash == nil else {
+            return WebDashboard.html(TonightPage.render(status: try d.doses.status(), csrf: csrf, flash: flash), headers: headers)
+        }
+        return WebDashboard.html(try d.views.view(.init(view: "/", session: csrf, variant: WebDashboard.themeVariant), now: d.clock.now()) {
+            let status = try d.doses.status()
+            return (TonightPage.render(status: status, csrf: csrf, flash: nil), Self.nextChange(status))
+        }, headers: headers)
+    }
+
+    @Sendable func fragment(_ request: Request, _ context: WebContext) async throws -> Response {
+        WebDashboard.html(TonightPage.fragment(status: try dashboard.doses.status(), csrf: dashboard.csrf(context.access)))
+    }
+
+    @Sendable func tonightJSON(_ request: Request, _ context: WebContext) async throws -> Response {
+        let d = dashboard
+        return WebDashboard.response(.ok, "application/json", try d.views.view(.init(view: "/api/tonight", session: "", variant: ""), now: d.clock.now()) {
+            let status = try d.doses.status()
+            return (status.json(in: d.clock.timeZone).text + "\n", Self.nextChange(status))
+        })
+    }
+
+    @Sendable func session(_ request: Request, _ context: WebContext) async throws -> Response {
+        WebDashboard.json(.object([("csrfToken", .string(dashboard.csrf(context.access)))]))
+    }
+
+    /// A dose button of the page: the flash on Tonight after a redirect, or (a script asking for JSON) the
+    /// outcome with the new fragment.
+    @Sendable func formAction(_ request: Request, _ context: WebContext) async throws -> Response {
+        let d = dashboard
+        let form = try await WebDashboard.form(request, context)
+        let command = try Self.command(context.parameters.get("action") ?? "", late: form["late"] == "yes", reason: form["reason"],
+                                       event: form["event"])
+        let submission = try d.doses.submit(command, source: .web)
+        let flash = Self.flash(submission)
+        if request.headers[.accept]?.contains("application/json") == true {
+            let fragment = TonightPage.fragment(status: submission.status, csrf: d.csrf(context.access))
+            return WebDashboard.json(.object([
+                ("recorded", .bool(flash.recorded)),
+                ("announce", .string(TonightPage.renderFlash(flash))),
+                ("tonight", .string(fragment)),
+                ("version", .string(TonightPage.version(fragment))),
+            ]))
+        }
+        return try d.redirect("/", flash: flash)
+    }
+
+    /// `POST /api/dose/take|skip|snooze|undo` with `late`, `reason`, `event`: 200 with the outcome, 409 refused.
+    @Sendable func apiAction(_ request: Request, _ context: WebContext) async throws -> Response {
+        let d = dashboard
+        let body = try await WebDashboard.jsonBody(request)
+        let late: Bool
+        switch body["late"] {
+        case nil: late = false
+        case let value as Bool: late = value
+        default: throw WebInputError(.badRequest, "late must be true or false")
+        }
+        let reason: String?
+        switch body["reason"] {
+        case nil, is NSNull: reason = nil
+        case let value as String: reason = value
+        default: throw WebInputError(.badRequest, "reason must be alert, side-effects or other")
+        }
+        let event: String?
+        switch body["event"] {
+        case nil, is NSNull: event = nil
+        case let value as String: event = value
+        default: throw WebInputError(.badRequest, "event must be an event id (a string) from GET /api/tonight")
+        }
+        let command = try Self.command(context.parameters.get("action") ?? "", late: late, reason: reason, event: event)
+        let submission = try d.doses.submit(command, source: .web)
+        if case .refused = submission.outcome { return WebDashboard.json(submission.json(in: d.clock.timeZone), status: .conflict) }
+        return WebDashboard.json(submission.json(in: d.clock.timeZone))
+    }
+
     /// When tonight's text would next change: the next minute of the night (its minutes count from Dose 1's
     /// second) or of the wall clock (the night's date, bedtime), whichever comes first.
     static func nextChange(_ status: NightStatus) -> Date {
