@@ -87,6 +87,21 @@ extension WebDashboard {
         return Self.redirect(location, cookies: ["\(Self.flashCookie)=\(encoded); Path=/; Max-Age=60; HttpOnly; SameSite=Strict"])
     }
 
+    /// A form's change, then back to `location` with its outcome in the flash: a use case's "no" is the page's
+    /// message (`note`: a second line, such as "Timer is running").
+    func formOutcome(back location: String, _ body: () throws -> (message: String, note: String?)) throws -> Response {
+        do {
+            let (message, note) = try body()
+            return try redirect(location, flash: Flash(recorded: true, message: message, verb: "saved", note: note))
+        } catch let error as UseCaseError {
+            return try redirect(location, flash: Flash(recorded: false, message: error.description, verb: "saved"))
+        }
+    }
+
+    func formOutcome(back location: String, _ body: () throws -> String) throws -> Response {
+        try formOutcome(back: location) { (message: try body(), note: nil) }
+    }
+
     static func staticAsset(_ text: String, _ type: String) -> Response {
         var headers = HTTPFields()
         headers[.cacheControl] = "max-age=3600"

@@ -59,12 +59,7 @@ struct AlarmsController: DashboardController {
 
     /// A form's change, then back to the page with the outcome: a use case's "no" is the page's message.
     func attempt(_ body: () throws -> String) throws -> Response {
-        do {
-            let message = try body()
-            return try dashboard.redirect("/alarms", flash: Flash(recorded: true, message: message, verb: "saved"))
-        } catch let error as UseCaseError {
-            return try dashboard.redirect("/alarms", flash: Flash(recorded: false, message: error.description, verb: "saved"))
-        }
+        try dashboard.formOutcome(back: "/alarms", body)
     }
 
     static func id(_ context: WebContext) throws -> Int {

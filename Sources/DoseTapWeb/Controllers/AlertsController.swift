@@ -18,11 +18,7 @@ struct AlertsController: DashboardController {
     }
 
     func attempt(_ body: () throws -> String) throws -> Response {
-        do {
-            return try dashboard.redirect("/batteries#alerts", flash: Flash(recorded: true, message: try body(), verb: "saved"))
-        } catch let error as UseCaseError {
-            return try dashboard.redirect("/batteries#alerts", flash: Flash(recorded: false, message: error.description, verb: "saved"))
-        }
+        try dashboard.formOutcome(back: "/batteries#alerts", body)
     }
 
     /// `/batteries/alerts/thresholds|source|snooze|clear-history`.

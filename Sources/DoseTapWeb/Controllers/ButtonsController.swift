@@ -68,11 +68,7 @@ struct ButtonsController: DashboardController {
     }
 
     func attempt(_ body: () throws -> String) throws -> Response {
-        do {
-            return try dashboard.redirect("/buttons", flash: Flash(recorded: true, message: try body(), verb: "saved"))
-        } catch let error as UseCaseError {
-            return try dashboard.redirect("/buttons", flash: Flash(recorded: false, message: error.description, verb: "saved"))
-        }
+        try dashboard.formOutcome(back: "/buttons", body)
     }
 
     @Sendable func page(_ request: Request, _ context: WebContext) async throws -> Response {

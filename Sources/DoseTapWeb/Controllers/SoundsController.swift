@@ -55,13 +55,8 @@ struct SoundsController: DashboardController {
         }, headers: headers)
     }
 
-    func attempt(_ body: () throws -> (String, String?)) throws -> Response {
-        do {
-            let (message, note) = try body()
-            return try dashboard.redirect("/sounds", flash: Flash(recorded: true, message: message, verb: "saved", note: note))
-        } catch let error as UseCaseError {
-            return try dashboard.redirect("/sounds", flash: Flash(recorded: false, message: error.description, verb: "saved"))
-        }
+    func attempt(_ body: () throws -> (message: String, note: String?)) throws -> Response {
+        try dashboard.formOutcome(back: "/sounds", body)
     }
 
     func preview() throws -> SoundPreview {
