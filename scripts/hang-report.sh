@@ -12,8 +12,10 @@ budget=$2
 echo
 echo "run-tests: this step ran past its budget of $budget s: a hang. The tests in flight:"
 # Swift Testing's lines: ◇ Test NAME started. / ✔ Test NAME passed after … / ✘ Test NAME failed after … /
-# ➜ Test NAME skipped. NAME is a display name in quotes or a function name.
+# ➜ Test NAME skipped. NAME is a display name in quotes or a function name. A parameterised test's cases start
+# without ending lines of their own: the test's own line stands for them.
 awk '
+  /^◇ Test case passing / { next }
   /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = NR; next }
   /^(✔|✘) Test .* (passed|failed) after / { name = $0; sub(/^(✔|✘) Test /, "", name); sub(/ (passed|failed) after .*$/, "", name); delete open[name]; next }
   /^➜ Test .* skipped/ { name = $0; sub(/^➜ Test /, "", name); sub(/ skipped.*$/, "", name); delete open[name]; next }
