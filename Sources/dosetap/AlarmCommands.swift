@@ -77,7 +77,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add an alarm at a local time (HH:MM).")
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an alarm at a local time (HH:MM).")
         @Argument(help: "The local time, HH:MM.") var time: String
         @OptionGroup var options: Options
         @Flag(help: "Add it turned off.") var off = false
@@ -98,7 +98,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The alarms, when each rings next, and the at-risk ones' nudges.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "The alarms, when each rings next, and the at-risk ones' nudges.")
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions
 
@@ -128,7 +128,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct On: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Turn an alarm on.")
+        static let configuration = CommandConfiguration(commandName: "on", abstract: "Turn an alarm on.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions
@@ -137,7 +137,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct Off: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Turn an alarm off (it stays in the list).")
+        static let configuration = CommandConfiguration(commandName: "off", abstract: "Turn an alarm off (it stays in the list).")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions
@@ -146,7 +146,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct Edit: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change an alarm's time, label or repeat.")
+        static let configuration = CommandConfiguration(commandName: "edit", abstract: "Change an alarm's time, label or repeat.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Option(help: "A new local time, HH:MM.") var time: String?
         @OptionGroup var options: Options
@@ -172,7 +172,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove an alarm.")
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove an alarm.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @OptionGroup var location: DataOptions
 
@@ -184,7 +184,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct Stop: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop the alarm ringing now.")
+        static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the alarm ringing now.")
         @OptionGroup var location: DataOptions
 
         func run() throws {
@@ -200,7 +200,7 @@ struct AlarmCommand: ParsableCommand {
     }
 
     struct Snooze: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Snooze the alarm ringing now: it rings again 9 minutes later.")
+        static let configuration = CommandConfiguration(commandName: "snooze", abstract: "Snooze the alarm ringing now: it rings again 9 minutes later.")
         @OptionGroup var location: DataOptions
 
         func run() throws {
@@ -232,6 +232,7 @@ struct AlarmCommand: ParsableCommand {
     /// `alarm backup ID on|off|add TARGET|move TARGET --to N|remove TARGET|list [--json]` (#12).
     struct Backup: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "backup",
             abstract: "Who rings when this machine cannot: device:NAME, push:URL (ntfy), phone:NUMBER; on, off, add, move, remove, list.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Argument(help: "on, off, add, move, remove or list.") var verb: String
@@ -290,7 +291,7 @@ struct AlarmCommand: ParsableCommand {
 
     /// `alarm preview ID [--json]`: `05:02 — Alarm on bedroom-pi`, one line per backup.
     struct Preview: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "When each backup of an alarm would fire, for its next occurrence.")
+        static let configuration = CommandConfiguration(commandName: "preview", abstract: "When each backup of an alarm would fire, for its next occurrence.")
         @Argument(help: "The alarm's id (dosetap alarm list).") var id: AlarmID
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions

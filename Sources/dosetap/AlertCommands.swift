@@ -41,7 +41,7 @@ struct AlertsCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The thresholds, the snooze, and every battery with its usage and state.")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "The thresholds, the snooze, and every battery with its usage and state.")
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: LocationOptions
 
@@ -74,7 +74,7 @@ struct AlertsCommand: ParsableCommand {
     }
 
     struct Source: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "One battery's own thresholds, or turn its alerts off or on (see alerts show for names).")
+        static let configuration = CommandConfiguration(commandName: "source", abstract: "One battery's own thresholds, or turn its alerts off or on (see alerts show for names).")
         @Argument(help: "The source's name, as alerts show lists it.") var name: String
         @Option(help: "Its own warning threshold, percent used.") var warning: Percent?
         @Option(help: "Its own critical threshold, percent used.") var critical: Percent?
@@ -108,7 +108,7 @@ struct AlertsCommand: ParsableCommand {
     }
 
     struct Snooze: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Snooze every alert for 15m, 1h, 4h or 24h (off ends it); what still exceeds fires when it ends.")
+        static let configuration = CommandConfiguration(commandName: "snooze", abstract: "Snooze every alert for 15m, 1h, 4h or 24h (off ends it); what still exceeds fires when it ends.")
         @Argument(help: "15m, 1h, 4h, 24h or off.") var duration: String
         @OptionGroup var location: LocationOptions
 
@@ -124,7 +124,7 @@ struct AlertsCommand: ParsableCommand {
     }
 
     struct History: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The alerts given, newest first (the last 100).")
+        static let configuration = CommandConfiguration(commandName: "history", abstract: "The alerts given, newest first (the last 100).")
         @Flag(help: "Print JSON.") var json = false
         @Flag(help: "Forget the history.") var clear = false
         @OptionGroup var location: LocationOptions
@@ -154,6 +154,7 @@ struct AlertsCommand: ParsableCommand {
 
     struct Template: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "template",
             abstract: "The message of an alert level, with {source}, {percent} (used), {remaining} and {level}; --reset for the default.")
         @Argument(help: "warning or critical.") var level: String
         @Argument(help: "The message.") var text: String?

@@ -19,6 +19,7 @@ struct ButtonCommand: AsyncParsableCommand {
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a button: only added buttons can act.",
             discussion: """
                 Adding a button again updates it and keeps its mapping. An encrypted BTHome button keeps its stored \
@@ -53,7 +54,7 @@ struct ButtonCommand: AsyncParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the added buttons.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the added buttons.")
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions
 
@@ -74,7 +75,7 @@ struct ButtonCommand: AsyncParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a button.")
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a button.")
         @Argument(help: "Its address.") var address: String
         @OptionGroup var location: DataOptions
 
@@ -85,7 +86,7 @@ struct ButtonCommand: AsyncParsableCommand {
     }
 
     struct Map: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Choose what each gesture of a button does (take, snooze, undo, skip, none).")
+        static let configuration = CommandConfiguration(commandName: "map", abstract: "Choose what each gesture of a button does (take, snooze, undo, skip, none).")
         @Argument(help: "Its address.") var address: String
         @Option(help: "take, snooze, undo, skip or none.") var single: ButtonAction?
         @Option(help: "take, snooze, undo, skip or none.") var double: ButtonAction?
@@ -107,7 +108,7 @@ struct ButtonCommand: AsyncParsableCommand {
     }
 
     struct Scan: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List nearby BLE buttons (BlueZ discovery).")
+        static let configuration = CommandConfiguration(commandName: "scan", abstract: "List nearby BLE buttons (BlueZ discovery).")
         @Option(help: "How long to listen.") var seconds: Int = 10
         @Flag(help: "Print JSON.") var json = false
 

@@ -14,6 +14,7 @@ struct DataCommand: ParsableCommand {
 
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clear",
             abstract: "Delete the dose history, settings, battery history, buttons with their keys, usage alerts and household records; alarms stay (asks you to type DELETE).")
 
         @Option(help: "Confirm without a prompt, for scripts: --confirm DELETE.")
@@ -54,6 +55,7 @@ struct DataCommand: ParsableCommand {
 
     struct Unreadable: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "unreadable",
             abstract: "List the entries of the dose log that cannot be read; set them aside with --ignore.",
             discussion: "While the log holds an entry that cannot be read (written by hand, a damaged disk), no dose is recorded and dose status refuses to guess: the entry could be tonight's Dose 1. Look at it, then set it aside with --ignore SEQ (it stays in the file; the rules stop counting it).")
 

@@ -58,6 +58,7 @@ func submitDose(_ command: DoseTapCore.DoseCommand, location: some Locating, jso
 extension DoseCommand {
     struct Take: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "take",
             abstract: "Take the next dose: Dose 1 when the night is idle, else Dose 2.",
             discussion: "Dose 2 is refused before the window opens (150 min after Dose 1) and after it closes (240 min), unless --late confirms a late dose within 30 min of the close. A refusal exits with status 2."
         )
@@ -77,6 +78,7 @@ extension DoseCommand {
 
     struct Snooze: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "snooze",
             abstract: "Move the Dose 2 reminder 10 minutes later (at most 3 times a night, never past 225 min).")
 
         @Flag(help: "Print JSON.")
@@ -90,7 +92,7 @@ extension DoseCommand {
     }
 
     struct Skip: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Skip Dose 2 tonight (counts as missed).")
+        static let configuration = CommandConfiguration(commandName: "skip", abstract: "Skip Dose 2 tonight (counts as missed).")
 
         enum Reason: String, ExpressibleByArgument, CaseIterable {
             case alert, sideEffects = "side-effects", other
@@ -138,7 +140,7 @@ extension DoseCommand {
     }
 
     struct Undo: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Undo the last dose action, within 5 seconds.")
+        static let configuration = CommandConfiguration(commandName: "undo", abstract: "Undo the last dose action, within 5 seconds.")
 
         @Flag(help: "Print JSON.")
         var json = false
@@ -151,7 +153,7 @@ extension DoseCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show tonight: phase, doses, window, reminder.")
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "Show tonight: phase, doses, window, reminder.")
 
         @Flag(help: "Print JSON.")
         var json = false

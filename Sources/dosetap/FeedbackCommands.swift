@@ -33,7 +33,7 @@ struct FeedbackCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the global and per-event feedback settings.")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show the global and per-event feedback settings.")
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions
 
@@ -61,7 +61,7 @@ struct FeedbackCommand: ParsableCommand {
     }
 
     struct Set: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change the global feedback settings.")
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Change the global feedback settings.")
         @Option(help: "The sound every event plays unless it has its own (see dosetap sounds list).") var sound: String?
         @Flag(help: "No sound unless an event has its own.") var noSound = false
         @Option(help: "Vibration: on or off.") var haptics: OnOff?
@@ -91,7 +91,7 @@ struct FeedbackCommand: ParsableCommand {
     }
 
     struct Event: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change one event's feedback (overrides of the global settings).")
+        static let configuration = CommandConfiguration(commandName: "event", abstract: "Change one event's feedback (overrides of the global settings).")
         @Argument(help: "dose-window-open, dose-reminder, dose-urgent, dose-closed, dose-recorded, action-rejected, battery-nudge or alarm.")
         var event: String
         @Option(help: "on or off (off: silent, whatever else is set).") var chime: OnOff?
@@ -124,7 +124,7 @@ struct FeedbackCommand: ParsableCommand {
     }
 
     struct Resolve: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the feedback the agent would play now for an event.")
+        static let configuration = CommandConfiguration(commandName: "resolve", abstract: "Show the feedback the agent would play now for an event.")
         @Argument(help: "The event name.") var event: String
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions
@@ -150,6 +150,7 @@ struct FeedbackCommand: ParsableCommand {
 extension FeedbackCommand {
     struct Preview: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "preview",
             abstract: "Play an event's feedback once, as the agent would now: its sound and its vibration (Ctrl-C stops it).",
             discussion: """
                 The alarm is always heard: with its sound turned off, or a sound this machine cannot play, it plays \
@@ -239,7 +240,7 @@ struct SoundsCommand: AsyncParsableCommand {
         commandName: "sounds", abstract: "The machine's sounds.", subcommands: [List.self, Preview.self])
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the sounds of the installed themes and your own.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the sounds of the installed themes and your own.")
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
@@ -259,7 +260,7 @@ struct SoundsCommand: AsyncParsableCommand {
     }
 
     struct Preview: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Play a sound until it ends (Ctrl-C stops it).")
+        static let configuration = CommandConfiguration(commandName: "preview", abstract: "Play a sound until it ends (Ctrl-C stops it).")
         @Argument(help: "A name from dosetap sounds list.") var name: String
 
         func run() async throws {
@@ -281,7 +282,7 @@ struct HapticsCommand: AsyncParsableCommand {
         commandName: "haptics", abstract: "The vibration motor.", subcommands: [Test.self])
 
     struct Test: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Vibrate once at an intensity.")
+        static let configuration = CommandConfiguration(commandName: "test", abstract: "Vibrate once at an intensity.")
         @Option(help: "light, medium or strong.") var intensity: String = "medium"
 
         func run() async throws {

@@ -15,6 +15,7 @@ struct HouseholdCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "The broker (connected or not, since when), the peers with their last heartbeat, and any cascade in progress.")
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var location: DataOptions

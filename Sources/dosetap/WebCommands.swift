@@ -46,6 +46,7 @@ extension WebCommand {
 
     struct Link: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "link",
             abstract: "Print a one-time link (and a QR code) that pairs a browser; it works once, within 10 minutes.")
 
         @Option(help: "The host name or address to put in the link (default: the [web] listen address, or this machine's LAN address when it listens on every interface).")
@@ -74,6 +75,7 @@ extension WebCommand {
 
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Sign every browser out at once (after a lost phone or a stolen cookie): a new web secret.",
             discussion: """
                 Every session and every pairing code not yet used stop working at once, in the running agent too (no \
@@ -90,6 +92,7 @@ extension WebCommand {
 
     struct Open: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "open",
             abstract: "Open the dashboard in this machine's browser, already paired ($BROWSER, else xdg-open).",
             discussion: """
                 The browser is handed a page only you can read (in $XDG_RUNTIME_DIR/dosetap, mode 0600) that leads it \

@@ -94,4 +94,27 @@ struct ConventionsCLITests {
             #expect(defaults.isEmpty, "\(path): \(flat)")
         }
     }
+
+    /// A command without a `commandName` is named by ArgumentParser through `String(describing:)`, a dynamic
+    /// cast that scans every protocol conformance of the binary at each start (docs/performance.md,
+    /// "One-shot commands"). Every command of the tree names itself.
+    @Test("every command's configuration names the command, so starting up casts nothing")
+    func commandsAreNamed() throws {
+        let folder = Fixtures.packageRoot.appendingPathComponent("Sources/dosetap")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        var configurations = 0
+        var unnamed: [String] = []
+        for file in files {
+            let lines = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+                .split(separator: "\n", omittingEmptySubsequences: false)
+            for (index, line) in lines.enumerated() where line.contains("static let configuration = CommandConfiguration(") {
+                configurations += 1
+                // The name is the first argument: on the same line, or the next one.
+                let head = lines[index...].prefix(2).joined(separator: " ")
+                if !head.contains("commandName:") { unnamed.append("\(file):\(index + 1)") }
+            }
+        }
+        #expect(configurations >= 60, "found \(configurations) command configurations")
+        #expect(unnamed.isEmpty, "commands without a commandName: \(unnamed)")
+    }
 }
