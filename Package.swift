@@ -139,7 +139,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
+            exclude: ["exports.map"],
+            swiftSettings: strict,
+            // Export no symbols (see exports.map).
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],
+                                          .when(platforms: [.linux]))]
         ),
 
         // Benchmarks (not built by the test command): swift run -c release feedback-latency
