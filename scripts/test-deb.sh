@@ -3,7 +3,7 @@
 # this machine's own dpkg database:
 #   1. lintian: no error or warning tag (the overrides it honours are explained in the package);
 #   2. the control fields: Depends only on what the binary loads (readelf NEEDED → dpkg -S, and the dlopen
-#      list packaging/debian/dlopen: libasound2), Recommends;
+#      list packaging/debian/dlopen: libasound2, libmosquitto1), Recommends;
 #   3. install into a root whose dpkg database is a copy of this machine's (so Depends are checked for
 #      real): every file in its Debian place, the binary runs (--version), the unit's ExecStart is
 #      /usr/bin/dosetap, postinst runs (chrootless, DPKG_ROOT set: it must not touch the host's udev);
@@ -38,7 +38,7 @@ for lib in $needed; do
   [[ -n $pkg ]] || fail "no package owns $path ($lib)"
   owners+=("$pkg")
 done
-# ...and the libraries it loads with dlopen (packaging/debian/dlopen): libasound2, the alarm's own sound path.
+# ...and the libraries it loads with dlopen (packaging/debian/dlopen): libasound2 (the alarm's own sound path), libmosquitto1 (the household).
 for lib in $(grep -v '^#' packaging/debian/dlopen); do
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
   [[ -n $path ]] || fail "$lib (loaded with dlopen) is not installed here"

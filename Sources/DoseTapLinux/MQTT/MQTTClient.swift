@@ -51,9 +51,15 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    private static let initialised: Bool = {
+    /// libmosquitto, loaded at the first client (not at start-up: CMosquitto.h) and initialised once; the
+    /// reason it could not be loaded, if so.
+    private static let loadFailure: String? = {
+        var reason = [CChar](repeating: 0, count: 256)
+        guard dosetap_mosquitto_load(&reason, reason.count) == 0 else {
+            return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
         mosquitto_lib_init()
-        return true
+        return nil
     }()
 
     private let handle: OpaquePointer
@@ -70,7 +76,7 @@ public final class MQTTClient: @unchecked Sendable {
     ///   - clientID: unique in the household (the device name); the broker drops an older connection with it.
     public init(clientID: String, username: String? = nil, password: String? = nil, will: Will? = nil,
                 logger: Logger = Logger(label: "dosetap.mqtt")) throws {
-        _ = Self.initialised
+        if let reason = Self.loadFailure { throw MQTTError("cannot use MQTT: \(reason)") }
         let (messages, sink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         self.messages = messages
         let (links, linkSink) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingNewest(16))

@@ -1,2 +1,0 @@
-#include <mosquitto.h>
-#include <mqtt_protocol.h>
