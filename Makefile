@@ -110,6 +110,7 @@ test: deps-test
 
 bench: release deps-bench
 	Benchmarks/cli-latency.sh
+	Benchmarks/oneshot-vs-sqlite.sh
 	Benchmarks/idle-footprint.sh
 	Benchmarks/web-latency.sh
 

@@ -14,9 +14,10 @@ if [[ "${1:-run}" == test || "${1:-run}" == bench ]]; then
   packages+=("${test_packages[@]}")
 fi
 if [[ "${1:-run}" == bench ]]; then
-  # wrk: Benchmarks/web-latency.sh (the dashboard under load); hyperfine: cli-latency.sh and dose-latency.sh.
+  # wrk: Benchmarks/web-latency.sh (the dashboard under load); hyperfine: cli-latency.sh, dose-latency.sh and
+  # oneshot-vs-sqlite.sh (with /usr/bin/time, package time).
   # Not for `make test`: no test runs them.
-  packages+=(upower wrk hyperfine)
+  packages+=(upower wrk hyperfine time)
 fi
 
 missing=()
