@@ -18,10 +18,13 @@ struct DoseTapCLI: ParsableCommand {
         subcommands: [AgentCommand.self, StatusCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, HouseholdCommand.self, WebCommand.self, LogsCommand.self]
     )
 
-    /// Starts the command. `dosetap agent` first makes the agent's one epoll thread Swift concurrency's
-    /// global executor — before any job runs, so libdispatch's worker pool and its once-a-second monitor
-    /// never start (docs/performance.md, "Idle wake-ups"); then the command runs as an asynchronous task
-    /// and the main thread parks in `dispatchMain()` (as an `async` main would).
+    /// Starts the command. A command that is not asynchronous (most one-shot commands: `dose status`,
+    /// `alarm list`, `predict`), and every usage error, `--help` and `--version`, runs here on the main
+    /// thread: no thread pool is started for it (docs/performance.md, "One-shot commands beside sqlite3").
+    /// An asynchronous command runs as a task while the main thread parks in `dispatchMain()` (as an `async`
+    /// main would); `dosetap agent` first makes the agent's one epoll thread Swift concurrency's global
+    /// executor — before any job runs, so libdispatch's worker pool and its once-a-second monitor never start
+    /// (docs/performance.md, "Idle wake-ups").
     static func main() {
         // A reader that goes away (`dosetap … | head -1`) is an output error to report, not a signal
         // that kills the process after a dose was recorded.
@@ -29,36 +32,48 @@ struct DoseTapCLI: ParsableCommand {
         if CommandLine.arguments.dropFirst().first == "agent", ProcessInfo.processInfo.environment["DOSETAP_DISPATCH_EXECUTOR"] != "1" {
             EpollLoop.installAsGlobalExecutor()
         }
+        let parsed = Result { try parseAsRoot() }
+        guard case .success(let command) = parsed, let asyncCommand = command as? AsyncParsableCommand else {
+            Foundation.exit(finish(status: outcome { var command = try parsed.get(); try command.run() }))
+        }
+        // Handed to the task, never touched here again.
+        nonisolated(unsafe) var handed = asyncCommand
         Task {
-            let status = await run()
-            Foundation.exit(status)
+            var code: Int32 = 0
+            do { try await handed.run() } catch { code = status(for: error) }
+            Foundation.exit(finish(status: code))
         }
         dispatchMain()
     }
 
     /// Runs the command; every error is one line on stderr and a non-zero exit, never a stack trace.
-    static func run() async -> Int32 {
-        var status: Int32 = 0
+    static func outcome(_ body: () throws -> Void) -> Int32 {
         do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch let exit as ExitCode {
-            // The command already said why (a refused dose prints its reason, then exits 2).
-            status = exit.rawValue
+            try body()
+            return 0
         } catch {
-            let code = exitCode(for: error)
-            if code == .success {
-                // --help, --version: ArgumentParser's text, through our writer.
-                StandardOutput.write(fullMessage(for: error) + "\n")
-            } else {
-                StandardOutput.error("dosetap: \(oneLine(firstLine(of: self.message(for: error))))\n")
-                status = code.rawValue == 0 ? 1 : code.rawValue
-            }
+            return status(for: error)
         }
+    }
+
+    /// The exit status for an error, after saying it on stderr (or, for --help and --version, printing
+    /// ArgumentParser's text on stdout).
+    static func status(for error: any Error) -> Int32 {
+        // The command already said why (a refused dose prints its reason, then exits 2).
+        if let exit = error as? ExitCode { return exit.rawValue }
+        let code = exitCode(for: error)
+        if code == .success {
+            // --help, --version: ArgumentParser's text, through our writer.
+            StandardOutput.write(fullMessage(for: error) + "\n")
+            return 0
+        }
+        StandardOutput.error("dosetap: \(oneLine(firstLine(of: self.message(for: error))))\n")
+        return code.rawValue == 0 ? 1 : code.rawValue
+    }
+
+    /// The final status once standard output is known to have been written (or not).
+    static func finish(status: Int32) -> Int32 {
+        var status = status
         let (failure, committed) = StandardOutput.outcome
         if let failure {
             let cause = strerrorText(failure)
