@@ -55,22 +55,7 @@ export TZ=America/New_York XDG_CONFIG_HOME=$work/config XDG_DATA_HOME=$work/data
 unset DOSETAP_DATA_DIR
 "$bin" setup --show >/dev/null
 db=$work/data/dosetap/dosetap.sqlite
-python3 - "$db" <<'PY'
-import sqlite3, sys, uuid, json, datetime, random
-con = sqlite3.connect(sys.argv[1])
-random.seed(7)
-start = datetime.datetime(2016, 1, 1, 22, 30, tzinfo=datetime.timezone(datetime.timedelta(hours=-5)))
-rows = []
-for n in range(3650):
-    d1 = start + datetime.timedelta(days=n, minutes=random.randint(-60, 60))
-    rows.append((str(uuid.uuid4()).upper(), "dose1", d1.timestamp(), "America/New_York", "cli", json.dumps({"targetMinutes": 165})))
-    if n % 17 == 0:
-        rows.append((str(uuid.uuid4()).upper(), "skip", d1.timestamp() + 3600, "America/New_York", "cli", json.dumps({"reason": "alert"})))
-    else:
-        rows.append((str(uuid.uuid4()).upper(), "dose2", d1.timestamp() + 60 * random.randint(150, 239), "America/New_York", "button", json.dumps({"late": False})))
-con.executemany("INSERT INTO dose_event (id, kind, at, time_zone, source, payload) VALUES (?, ?, ?, ?, ?, ?)", rows)
-con.commit()
-PY
+Benchmarks/seed-ten-years.py "$db" 2>/dev/null
 faketime -f "@$(date -d '-90 minutes' '+%Y-%m-%d %H:%M:%S')" "$bin" dose take >/dev/null
 "$bin" alarm add 06:30 --label work >/dev/null
 "$bin" alarm add 07:15 --label weekend >/dev/null
