@@ -34,6 +34,7 @@
 #                  as in Benchmarks/cli-latency.sh)
 #   KEEP_TMP=1     keep the temporary directory (bus configs, logs, agent data) for inspection
 #   ONLY=LIST      run only these scenarios (comma-separated: battery,ac,battery+button,ac+button)
+#   DOSETAP_AUDIO_DEVICE  the agent's ALSA device (default here: null, as in the tests; see below)
 #   STRACE=1       also trace the agent's threads during each window (strace -f -tt, written to
 #                  $TMP/<scenario>/agent.strace; implies KEEP_TMP=1): which thread wakes, and why.
 #                  ptrace stops count as context switches: the wake-up figures of such a run are
@@ -327,6 +328,11 @@ threads_seen() { local key n=0; for key in "${!LAST[@]}"; do [[ $key == "$1:"* ]
 
 declare -A ROWS=()
 SCENARIOS=()
+
+# The agent plays to ALSA's null device unless told otherwise, as in the tests: the idle windows play no sound,
+# and under umockdev-run the default device's probe at start-up aborted the agent ("libumockdev-preload
+# fd_map_add(): overflow", 2026-11-28, on a machine with no sound card).
+export DOSETAP_AUDIO_DEVICE=${DOSETAP_AUDIO_DEVICE-null}
 
 # scenario NAME FIXTURE BUTTON(0|1): one measurement; appends its two rows to ROWS[NAME]
 scenario() {
