@@ -32,7 +32,8 @@ let package = Package(
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         .systemLibrary(name: "CUMockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
-        // The household's broker (#12): libmosquitto (Debian's libmosquitto-dev for the headers), loaded with dlopen at the first MQTT client: see CMosquitto.h.
+        // The household's broker (#12): libmosquitto (Debian's libmosquitto-dev for the headers), loaded with
+        // dlopen at the first MQTT client: see CMosquitto.h.
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         // evdev: EVIOC* ioctls as non-variadic C functions (linux-libc-dev headers).
         .target(name: "CLinuxInput"),
