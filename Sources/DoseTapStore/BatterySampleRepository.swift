@@ -12,9 +12,10 @@ public struct BatterySampleRepository: BatteryHistoryStore {
         self.retention = retention
     }
 
-    /// Appends a sample and drops the ones older than the retention, in one transaction.
+    /// Appends a sample and drops the ones older than the retention, in one transaction (its `fsync` deferred:
+    /// `CommitDurability.deferred`).
     public func append(_ sample: BatterySample) throws {
-        try database.write { db in
+        try database.write(durability: .deferred) { db in
             try db.execute(
                 sql: """
                     INSERT INTO battery_sample (at, level, energy_wh, energy_full_wh, rate_w, on_ac, status)
@@ -47,7 +48,7 @@ public struct BatterySampleRepository: BatteryHistoryStore {
 
     /// A battery level of another power source (a button: "button:<name>"), for the low-battery alerts.
     public func appendLevel(source: String, level: Double, at: Date) throws {
-        try database.write { db in
+        try database.write(durability: .deferred) { db in
             try db.execute(sql: "INSERT INTO battery_sample (at, level, on_ac, status, source) VALUES (?, ?, 0, 'discharging', ?)",
                            arguments: [at.timeIntervalSince1970, level, source])
             try db.execute(sql: "DELETE FROM battery_sample WHERE at < ?", arguments: [at.addingTimeInterval(-retention).timeIntervalSince1970])

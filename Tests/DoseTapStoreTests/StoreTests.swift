@@ -43,6 +43,49 @@ struct StoreTests {
         #expect(try again.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
     }
 
+    @Test("a deferred commit (a battery sample) skips its fsync only within 10 minutes of a synced one; a dose never does")
+    func deferredCommits() throws {
+        let dir = try temporaryDirectory()
+        let base = ContinuousClock.now
+        let elapsed = Mutex<Duration>(.zero)
+        let db = try DoseTapDatabase(directory: dir, monotonic: { base + elapsed.withLock { $0 } })
+        let level = { (db: Database) in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        // Nothing synced yet through this instance: the first deferred commit is synced, and starts the period.
+        #expect(try db.write(durability: .deferred, level) == 2)
+        #expect(try db.write(durability: .deferred, level) == 1)
+        // An immediate write right after one that was not synced: FULL again (and it syncs the earlier frames too).
+        #expect(try db.write(level) == 2)
+        #expect(try db.writeWithoutTransaction(level) == 2)
+        // 599.999 s after the last synced commit: still deferred; at 600 s: synced.
+        elapsed.withLock { $0 = .seconds(599) + .milliseconds(999) }
+        #expect(try db.write(durability: .deferred, level) == 1)
+        elapsed.withLock { $0 = .seconds(600) }
+        #expect(try db.write(durability: .deferred, level) == 2)
+        #expect(try db.write(durability: .deferred, level) == 1)
+        // A clock that went backwards (another instant source) is not trusted: synced.
+        elapsed.withLock { $0 = .seconds(-5) }
+        #expect(try db.write(durability: .deferred, level) == 2)
+
+        // The battery samples are deferred, and what they wrote is there; a dose after them is synced.
+        elapsed.withLock { $0 = .seconds(10) }
+        let samples = BatterySampleRepository(database: db)
+        for minute in 0..<3 {
+            try samples.append(BatterySample(at: t0.addingTimeInterval(Double(minute) * 60), level: 50 - Double(minute), onAC: false, status: .discharging))
+        }
+        #expect(try samples.samples(since: t0).map(\.level) == [50, 49, 48])
+        #expect(try db.write(level) == 2)
+        // A deferred transaction that fails leaves nothing and the connection at FULL.
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try db.write(durability: .deferred) { db in
+                try db.execute(sql: "DELETE FROM battery_sample")
+                throw Refused()
+            }
+        }
+        #expect(try samples.samples(since: t0).count == 3)
+        #expect(try db.write(level) == 2)
+    }
+
     /// An inotify watcher woken by the commit's appends to the WAL can read before the commit is visible (it
     /// is synced first, then published in the shared-memory index, which inotify cannot see): a write ends
     /// with an event that comes after it is visible — the WAL closed after writing.

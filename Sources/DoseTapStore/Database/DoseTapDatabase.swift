@@ -25,9 +25,15 @@ public final class DoseTapDatabase: Sendable {
     let localWrites = Atomic<Int>(0)
     /// The recent dose log as last read or written here (`DoseRepository.submit`).
     let doseLogCache = Mutex<DoseLogCache?>(nil)
+    /// The monotonic clock (boot time: it counts a suspend) that `CommitDurability.deferred` measures against.
+    let monotonic: @Sendable () -> ContinuousClock.Instant
+    /// When a commit through this instance last reached the disk (`synchronous = FULL`), and whether the
+    /// connection may still be left at `NORMAL` by a deferred write whose reset failed.
+    let syncState = Mutex<(lastSynced: ContinuousClock.Instant?, unsure: Bool)>((nil, false))
 
     /// Opens (creating if needed) the database in `directory` and brings its schema up to date.
-    public init(directory: URL) throws {
+    public init(directory: URL, monotonic: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) throws {
+        self.monotonic = monotonic
         let folder = directory.path
         try DataFolder.check(folder, create: true)
         path = directory.appendingPathComponent("dosetap.sqlite").path
@@ -52,6 +58,7 @@ public final class DoseTapDatabase: Sendable {
     }
 
     private init(readingAt path: String) throws {
+        monotonic = { ContinuousClock.now }
         self.path = path
         isReadOnly = true
         do {
@@ -113,15 +120,67 @@ public final class DoseTapDatabase: Sendable {
     }
 
     /// A write in one transaction; SQLite's errors become one sentence naming the file and the cause.
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
+    /// `.immediate` (the default) is on the disk when this returns; `.deferred` may wait for a later commit (see
+    /// `CommitDurability`).
+    func write<T>(durability: CommitDurability = .immediate, _ body: (Database) throws -> T) throws -> T {
         guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
         defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
             defer { announceCommit() }
-            return try writer.write(body)
+            if durability == .deferred, deferrable() {
+                return try writer.writeWithoutTransaction { db in try unsynced(db, body) }
+            }
+            let started = monotonic()
+            let result = try writer.writeWithoutTransaction { db in
+                try restoreSyncIfUnsure(db)
+                var result: T?
+                try db.inTransaction {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+            syncState.withLock { $0.lastSynced = started }
+            return result
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "write")
         }
+    }
+
+    /// Whether a deferred commit may skip its `fsync`: a commit through this instance reached the disk less than
+    /// `CommitDurability.deferredLimit` ago. If not, this one is synced and starts the next period.
+    private func deferrable() -> Bool {
+        let now = monotonic()
+        return syncState.withLock { state in
+            guard let last = state.lastSynced else { return false }
+            return now >= last && now - last < CommitDurability.deferredLimit
+        }
+    }
+
+    /// One transaction at `synchronous = NORMAL` (WAL: appended, not synced; the next synced commit or checkpoint
+    /// syncs it too), then back to `FULL`. If going back fails, the next write sets it first.
+    private func unsynced<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        syncState.withLock { $0.unsure = true }
+        var result: T?
+        let outcome = Result {
+            try db.inTransaction {
+                result = try body(db)
+                return .commit
+            }
+        }
+        try db.execute(sql: "PRAGMA synchronous = FULL")
+        syncState.withLock { $0.unsure = false }
+        try outcome.get()
+        return result!
+    }
+
+    /// `synchronous = FULL` again if a deferred write could not reset it (a write that must reach the disk never
+    /// runs at `NORMAL`).
+    private func restoreSyncIfUnsure(_ db: Database) throws {
+        guard syncState.withLock({ $0.unsure }) else { return }
+        try db.execute(sql: "PRAGMA synchronous = FULL")
+        syncState.withLock { $0.unsure = false }
     }
 
     /// A write that manages its own transaction (`BEGIN IMMEDIATE` for the dose policy).
@@ -130,7 +189,13 @@ public final class DoseTapDatabase: Sendable {
         defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
             defer { announceCommit() }
-            return try writer.writeWithoutTransaction(body)
+            let started = monotonic()
+            let result = try writer.writeWithoutTransaction { db in
+                try restoreSyncIfUnsure(db)
+                return try body(db)
+            }
+            syncState.withLock { $0.lastSynced = started }
+            return result
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "write")
         }
@@ -156,4 +221,18 @@ public final class DoseTapDatabase: Sendable {
     public func appliedMigrations() throws -> [String] {
         try read { db in try Migrations.migrator.appliedMigrations(db) }
     }
+}
+
+/// How soon a commit must be on the disk.
+public enum CommitDurability: Sendable, Equatable {
+    /// Synced before the write returns (`synchronous = FULL`): every dose, alarm and setting.
+    case immediate
+    /// May wait for the next synced commit or checkpoint, but never longer than `deferredLimit` after the last one:
+    /// a battery sample, which the next minute's sample follows anyway. Its `fsync` is three waits on the disk
+    /// each minute on battery (docs/performance.md); a power cut loses at most the samples of those minutes, never
+    /// a dose.
+    case deferred
+
+    /// The longest a deferred commit waits for one that reaches the disk.
+    public static let deferredLimit: Duration = .seconds(600)
 }
