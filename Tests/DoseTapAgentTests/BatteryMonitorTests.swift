@@ -13,6 +13,13 @@ import Testing
 struct BatteryMonitorTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000) // 2027-01-15 08:00 UTC
 
+    /// What a callback was called with, in order.
+    final class Calls: Sendable {
+        private let calls = Mutex<[Int]>([])
+        func record(_ value: Int) { calls.withLock { $0.append(value) } }
+        var values: [Int] { calls.withLock { $0 } }
+    }
+
     final class Harness: Sendable {
         let source: FakePowerSupplySource
         let history = InMemoryBatteryHistory()
@@ -21,6 +28,8 @@ struct BatteryMonitorTests {
         let logs = InMemoryLogHandler()
         let monitor: BatteryMonitor
         let evaluations: AsyncStream<BatteryStatus>
+        /// Each call of `beforeSample`, with the source's read count at that moment.
+        let warmUps = Calls()
         private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
 
         init(_ supplies: [RawPowerSupply], at now: Date, configuration: AgentConfiguration = .init()) {
@@ -30,9 +39,11 @@ struct BatteryMonitorTests {
             let (stream, continuation) = AsyncStream<BatteryStatus>.makeStream()
             evaluations = stream
             let handler = logs
+            let source = self.source, warmUps = self.warmUps
             monitor = BatteryMonitor(source: source, history: history, clock: clock, configuration: self.configuration,
                                      logger: Logger(label: "test") { _ in handler },
-                                     onEvaluated: { continuation.yield($0) })
+                                     onEvaluated: { continuation.yield($0) },
+                                     beforeSample: { warmUps.record(source.readCount) })
         }
 
         func start() {
@@ -98,9 +109,16 @@ struct BatteryMonitorTests {
             _ = await d.next()
         }
         #expect(discharging.source.readCount >= 2)
+        // Each poll is announced first (the agent reads back the last sample's pages then), before its reads.
+        let warmUps = discharging.warmUps.values
+        #expect(warmUps.count == 2)
+        #expect(warmUps.first == 0)
+        #expect(warmUps == warmUps.sorted() && Set(warmUps).count == warmUps.count)
         plugged.clock.advance(by: 3600)
         #expect(plugged.clock.sleeperCount == 0)
         #expect(plugged.source.readCount == 0)
+        // No poll, no announcement: a change seen through udev is not a periodic sample.
+        #expect(plugged.warmUps.values.isEmpty)
     }
 
     @Test("plugging in stops the polling; unplugging starts it again")

@@ -116,6 +116,94 @@ struct ResidentPagesTests {
         #expect(released.mappings == 0 && released.failed == 0)
     }
 
+    @Test("pagemap entries become runs of present pages: bit 63 only, both ends, empty and full")
+    func presentRuns() {
+        let present: UInt64 = 1 << 63
+        let swapped: UInt64 = 1 << 62 // not present: not a run
+        let entries: [UInt64] = [present, present | 0x1234, 0, swapped, present, 0, present]
+        let runs = ResidentPages.presentRuns(entries: entries, start: 0x10000, pageSize: 4096)
+        let expected: [ResidentPages.PageRun] = [.init(start: 0x10000, length: 8192), .init(start: 0x14000, length: 4096),
+                                                 .init(start: 0x16000, length: 4096)]
+        #expect(runs == expected)
+        #expect(ResidentPages.presentRuns(entries: [], start: 0x10000, pageSize: 4096).isEmpty)
+        #expect(ResidentPages.presentRuns(entries: [0, swapped, 1 << 61], start: 0x10000, pageSize: 4096).isEmpty)
+        #expect(ResidentPages.presentRuns(entries: Array(repeating: present, count: 5), start: 0, pageSize: 16384) == [.init(start: 0, length: 5 * 16384)])
+    }
+
+    /// A private read-only mapping of a new file of `pages` pages, as the loader maps code.
+    func mapFile(pages: Int) throws -> (mapping: ResidentPages.Mapping, pageSize: Int, close: () -> Void) {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-pages-\(UUID().uuidString)").path
+        try Data((0..<pages * pageSize).map { UInt8(truncatingIfNeeded: $0 / pageSize) }).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { Glibc.close(fd) }
+        let base = mmap(nil, pages * pageSize, PROT_READ, MAP_PRIVATE, fd, 0)
+        try #require(base != MAP_FAILED)
+        let start = UInt(bitPattern: base)
+        let mapping = ResidentPages.Mapping(start: start, end: start + UInt(pages * pageSize), permissions: "r--p", path: path,
+                                            residentKB: 0, anonymousKB: 0)
+        return (mapping, pageSize, { munmap(base, pages * pageSize); unlink(path) })
+    }
+
+    func byte(_ mapping: ResidentPages.Mapping, page: Int, pageSize: Int) -> UInt8 {
+        UnsafePointer<UInt8>(bitPattern: mapping.start + UInt(page * pageSize))!.pointee
+    }
+
+    func presentPages(_ mapping: ResidentPages.Mapping, pageSize: Int) -> Set<Int> {
+        Set(ResidentPages.presentRuns(of: [mapping]).flatMap { run in
+            (0..<run.length / pageSize).map { Int(run.start - mapping.start) / pageSize + $0 }
+        })
+    }
+
+    @Test("a release records the pages the work mapped; warm() reads them again, once, and maps only the last")
+    func recordsAndWarms() throws {
+        let (mapping, pageSize, done) = try mapFile(pages: 256)
+        defer { done() }
+        let pages = ResidentPages(mappings: [mapping])
+        // The work: two pages far apart (the kernel may map cached neighbours with each, "fault-around").
+        #expect(byte(mapping, page: 3, pageSize: pageSize) == 3)
+        #expect(byte(mapping, page: 200, pageSize: pageSize) == 200)
+        let used = presentPages(mapping, pageSize: pageSize)
+        #expect(used.isSuperset(of: [3, 200]))
+        #expect(used.count < 256)
+
+        let released = pages.release()
+        #expect(released.mappings == 1 && released.failed == 0)
+        #expect(presentPages(mapping, pageSize: pageSize).isEmpty)
+        #expect(pages.recordedKB == used.count * pageSize / 1024)
+
+        #expect(pages.warm() == used.count * pageSize / 1024)
+        // Read into the cache, and only the last page mapped (waited for: MADV_POPULATE_READ, Linux 5.14); the work
+        // maps the rest itself as it touches it, so nothing beyond what it used is mapped. Same bytes.
+        let mapped = presentPages(mapping, pageSize: pageSize)
+        // (the kernel maps the cached neighbours of that one page with it: "fault-around", at most 16 pages)
+        #expect(mapped.contains(used.max()!) && mapped.isSubset(of: used) && mapped.count <= 16 && !mapped.contains(3))
+        #expect(byte(mapping, page: 3, pageSize: pageSize) == 3)
+        #expect(byte(mapping, page: 200, pageSize: pageSize) == 200)
+        // Read back once: a second warm() has nothing to do until the next release records again.
+        #expect(pages.recordedKB == 0)
+        #expect(pages.warm() == 0)
+    }
+
+    @Test("a working set above the limit (start-up's) is not recorded, and warm() then does nothing")
+    func largeSetNotRecorded() throws {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let count = (ResidentPages.workingSetLimitKB * 1024) / pageSize + 16
+        let (mapping, _, done) = try mapFile(pages: count)
+        defer { done() }
+        let pages = ResidentPages(mappings: [mapping])
+        var sum = 0
+        for page in 0..<count { sum &+= Int(byte(mapping, page: page, pageSize: pageSize)) }
+        #expect(sum > 0)
+        #expect(presentPages(mapping, pageSize: pageSize).count == count)
+        let released = pages.release()
+        #expect(released.mappings == 1 && released.failed == 0)
+        #expect(pages.recordedKB == 0)
+        #expect(pages.warm() == 0)
+        #expect(presentPages(mapping, pageSize: pageSize).isEmpty)
+    }
+
     static let probe: @convention(c) () -> Int32 = { 42 }
     static let marker = Mutex("kept")
 }

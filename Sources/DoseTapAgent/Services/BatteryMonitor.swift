@@ -26,6 +26,9 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
     private let logger: Logger
     private let onReady: @Sendable () -> Void
     private let onEvaluated: @Sendable (BatteryStatus) -> Void
+    /// Run when a periodic sample is due, before it runs: the agent reads back, in one go, the pages of code the
+    /// last sample used (`ResidentPages.warm`), so the sample does not wait on the disk page by page.
+    private let beforeSample: @Sendable () -> Void
     private let events: EventBus?
     private let powerOff: PowerOffPolicy
     private let night: NightWatch?
@@ -38,7 +41,9 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
                 configuration: ConfigurationHolder, logger: Logger, events: EventBus? = nil,
                 powerOff: PowerOffPolicy = .upowerDefault, night: NightWatch? = nil,
                 onReady: @escaping @Sendable () -> Void = {},
-                onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in }) {
+                onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in },
+                beforeSample: @escaping @Sendable () -> Void = {}) {
+        self.beforeSample = beforeSample
         self.night = night
         self.events = events
         self.powerOff = powerOff
@@ -87,12 +92,13 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
         func updatePolling(_ needed: Bool) {
             if needed, poller == nil {
                 let seconds = configuration.current.pollSeconds
-                poller = Task { [clock] in
+                poller = Task { [clock, beforeSample] in
                     // Through the scheduling port: tests move a fake clock; a wall-clock step re-arms.
                     var next = clock.now().addingTimeInterval(TimeInterval(seconds))
                     while !Task.isCancelled {
                         switch await clock.sleep(until: next) {
                         case .due:
+                            beforeSample()
                             continuation.yield(.poll)
                             next = clock.now().addingTimeInterval(TimeInterval(seconds))
                         case .clockChanged:

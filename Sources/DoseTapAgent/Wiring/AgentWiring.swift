@@ -130,6 +130,7 @@ final class AgentWiring: Sendable {
         let notifier = self.notifier
         let logger = self.logger
         let feedback = self.feedback
+        let pages = self.pages
         let monitor = BatteryMonitor(
             source: source, history: history, clock: TimerFDScheduler.shared,
             configuration: configuration, logger: logger, events: events, powerOff: powerOff, night: night,
@@ -138,6 +139,10 @@ final class AgentWiring: Sendable {
                 if notifier.notify("READY=1\nSTATUS=Watching the battery") {
                     logger.debug("told systemd we are ready")
                 }
+            },
+            beforeSample: {
+                guard let kb = pages?.warm(), kb > 0 else { return }
+                logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)"])
             })
         let scheduler = DoseScheduler(repository: doseRepository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
                                       databaseChanges: watcher?.changes(), events: events)

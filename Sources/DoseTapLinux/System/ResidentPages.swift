@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// Gives back the resident pages of the program's own code and read-only data once they have done their
 /// work (#15, docs/performance.md "RSS as installed").
@@ -55,6 +56,25 @@ public struct ResidentPages: Sendable {
 
     /// The mappings a release may give back, chosen once at start-up (`releasable`).
     public let mappings: [Mapping]
+    /// The pages the last release gave back, to be read again in one go by `warm()` (shared by copies).
+    private let recorded = WorkingSet()
+    /// The largest working set `release()` records: more (start-up: 30 MB) is not read back at once;
+    /// a battery sample maps 13–16 MB.
+    public static let workingSetLimitKB = 24_576
+
+    private final class WorkingSet: Sendable {
+        let runs = Mutex<[PageRun]>([])
+    }
+
+    /// Consecutive pages of a mapping, by address.
+    public struct PageRun: Sendable, Equatable {
+        public var start: UInt
+        public var length: Int
+        public init(start: UInt, length: Int) {
+            self.start = start
+            self.length = length
+        }
+    }
 
     /// Chooses from this process's mappings now (`/proc/self/smaps`: a few milliseconds, once): make it at
     /// start-up, when the executable and the libraries of its link map are mapped and relocated and nothing
@@ -66,6 +86,11 @@ public struct ResidentPages: Sendable {
 
     public init(mappings: [Mapping]) {
         self.mappings = mappings
+    }
+
+    /// What `release()` recorded and `warm()` has not yet read back, in kB.
+    public var recordedKB: Int {
+        recorded.runs.withLock { $0.reduce(0) { $0 + $1.length } } / 1024
     }
 
     /// Parses `/proc/PID/smaps` (or `/proc/PID/maps`: then sizes are nil). Lines it does not understand are
@@ -107,11 +132,18 @@ public struct ResidentPages: Sendable {
     /// A mapping is released only while `/proc/self/maps` still shows it exactly as chosen (same range,
     /// permissions and file): none of them can gain a changed page without write permission, and a range that
     /// is no longer the same mapping is left alone. Cheap: no page-table walk beyond the unmapping itself.
+    ///
+    /// First it records which of their pages were mapped (`/proc/self/pagemap`: the pages the work since the last
+    /// release used, with the kernel's fault-around neighbours), unless they are more than `workingSetLimitKB`.
     @discardableResult
     public func release() -> Released {
         let now = Set(Self.parse(smaps: Self.read("/proc/self/maps")).map(Key.init))
         var released = Released(mappings: 0, failed: 0)
-        for mapping in mappings where now.contains(Key(mapping)) {
+        let current = mappings.filter { now.contains(Key($0)) }
+        let runs = Self.presentRuns(of: current)
+        let kb = runs.reduce(0) { $0 + $1.length } / 1024
+        recorded.runs.withLock { $0 = kb <= Self.workingSetLimitKB ? runs : [] }
+        for mapping in current {
             if madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), Int(mapping.end - mapping.start), MADV_DONTNEED) == 0 {
                 released.mappings += 1
             } else {
@@ -119,6 +151,71 @@ public struct ResidentPages: Sendable {
             }
         }
         return released
+    }
+
+    /// Reads back, in one go, the pages the last release gave back, for work that is about to use the same pages
+    /// again (the battery sample a minute later): on a machine that reclaims cold page cache (DAMON's `pageout`
+    /// here, memory pressure on a Pi) those pages have left the cache, and touching them one by one is a read from
+    /// the disk each, the thread asleep each time. Here all their reads are started at once (`MADV_WILLNEED`), then
+    /// the thread waits once, for the read started last (`MADV_POPULATE_READ` of that one page), by which time the
+    /// others are mostly done. Nothing else is mapped: the work maps what it touches (with the kernel's
+    /// fault-around), so the next recording is what it used, not what was read back (mapping the whole set made it
+    /// creep by a megabyte or two each minute). Does nothing when nothing is recorded; each recording is read back
+    /// once. Returns the kB it asked for.
+    @discardableResult
+    public func warm() -> Int {
+        let runs = recorded.runs.withLock { runs in
+            defer { runs = [] }
+            return runs
+        }
+        for run in runs {
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: run.start), run.length, MADV_WILLNEED)
+        }
+        // One wait, for the read started last (EINVAL before Linux 5.14: then each page is waited for when touched).
+        if let last = runs.last {
+            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: last.start + UInt(last.length - page)), page, Self.populateRead)
+        }
+        return runs.reduce(0) { $0 + $1.length } / 1024
+    }
+
+    /// `MADV_POPULATE_READ` (linux/mman.h; Glibc's headers may not name it).
+    static let populateRead: Int32 = 22
+
+    /// The runs of consecutive pages of `mappings` that are mapped now (`/proc/self/pagemap`'s bit 63, readable by
+    /// the process itself; none when it cannot be read).
+    public static func presentRuns(of mappings: [Mapping]) -> [PageRun] {
+        let fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        let pageSize = UInt(sysconf(Int32(_SC_PAGESIZE)))
+        var runs: [PageRun] = []
+        for mapping in mappings where mapping.start % pageSize == 0 && mapping.end % pageSize == 0 {
+            let pages = Int((mapping.end - mapping.start) / pageSize)
+            var entries = [UInt64](repeating: 0, count: pages)
+            let wanted = pages * 8
+            let n = entries.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(mapping.start / pageSize * 8)) }
+            guard n == wanted else { continue }
+            runs += presentRuns(entries: entries, start: mapping.start, pageSize: pageSize)
+        }
+        return runs
+    }
+
+    /// The runs of pagemap entries with the "present" bit (63), as address ranges from `start`.
+    public static func presentRuns(entries: [UInt64], start: UInt, pageSize: UInt) -> [PageRun] {
+        var runs: [PageRun] = []
+        var index = 0
+        while index < entries.count {
+            guard entries[index] >> 63 == 1 else {
+                index += 1
+                continue
+            }
+            var end = index + 1
+            while end < entries.count, entries[end] >> 63 == 1 { end += 1 }
+            runs.append(PageRun(start: start + UInt(index) * pageSize, length: (end - index) * Int(pageSize)))
+            index = end
+        }
+        return runs
     }
 
     /// What identifies a mapping between two reads of /proc.
