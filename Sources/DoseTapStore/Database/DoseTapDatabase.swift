@@ -131,15 +131,10 @@ public final class DoseTapDatabase: Sendable {
                 return try writer.writeWithoutTransaction { db in try unsynced(db, body) }
             }
             let started = monotonic()
-            let result = try writer.writeWithoutTransaction { db in
-                try restoreSyncIfUnsure(db)
-                var result: T?
-                try db.inTransaction {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
+            if syncState.withLock({ $0.unsure }) {
+                try writer.writeWithoutTransaction { db in try restoreSyncIfUnsure(db) }
             }
+            let result = try writer.write(body)
             syncState.withLock { $0.lastSynced = started }
             return result
         } catch let error as DatabaseError {
