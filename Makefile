@@ -26,10 +26,12 @@ SCRATCH ?= .build
 # The manual's date: the commit's day, so the same commit gives the same pages.
 MANDATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date -u +%Y-%m-%d)
 INSTALL ?= install
+# The binary make install installs (make deb-arm64 names the cross-built one).
+BINARY ?= $(SCRATCH)/release/dosetap
 # The installed binary keeps its symbol table (named frames in a crash backtrace), not its DWARF (-36 MB).
 STRIP ?= strip --strip-debug
 
-.PHONY: run test build release man completions deb deps deps-test deps-bench bench fuzz sanitize clean install install-udev uninstall
+.PHONY: run test build release man completions deb build-arm64 deb-arm64 deps deps-test deps-bench bench fuzz sanitize clean install install-udev uninstall
 
 deps:
 	@scripts/install-deps.sh run
@@ -66,10 +68,19 @@ completions: release
 deb: man completions
 	scripts/build-deb.sh $(SCRATCH)
 
+# The Raspberry Pi's (arm64) release binary, cross-built here from Debian's packages (scripts/cross-arm64.sh:
+# sid's swiftlang 6.2.3, a trixie arm64 root; made once and cached under ~/.cache/dosetap), and its package
+# dist/dosetap_VERSION_arm64.deb (the same pages and completions: they come from the amd64 build of the same source).
+build-arm64:
+	scripts/cross-arm64.sh build
+
+deb-arm64: man completions build-arm64
+	scripts/build-deb.sh $(SCRATCH) arm64 .build-arm64/dosetap
+
 # The installed agent is the release build with the Swift runtime linked in (--static-swift-stdlib):
 # the smallest resident footprint (docs/performance.md), and no Swift toolchain needed where it runs.
 install: release man completions
-	$(INSTALL) -Dm755 $(SCRATCH)/release/dosetap "$(DESTDIR)$(BINDIR)/dosetap"
+	$(INSTALL) -Dm755 $(BINARY) "$(DESTDIR)$(BINDIR)/dosetap"
 	$(STRIP) "$(DESTDIR)$(BINDIR)/dosetap"
 	$(INSTALL) -d "$(DESTDIR)$(USERUNITDIR)"
 	sed -e 's|^ExecStart=%h/.local/bin/dosetap |ExecStart=$(BINDIR)/dosetap |' packaging/systemd/dosetap.service \

@@ -3,19 +3,36 @@
 # alone: `make install` into a staging tree with Debian's paths, the docs, DEBIAN/{control,md5sums,
 # postinst,postrm}; Depends: computed by dpkg-shlibdeps from the libraries the binary really loads
 # (readelf NEEDED). Called by `make deb` after `make man completions` (docs/packaging.md).
+# `make deb-arm64` calls it as `scripts/build-deb.sh SCRATCH arm64 BINARY`: the cross-built binary (scripts/
+# cross-arm64.sh), the same pages, completions, unit, rules and docs; Depends computed by dpkg-shlibdeps against
+# the target's (trixie arm64) library packages, and the dlopen list from their shlibs files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=${1:-.build}
+arch=${2:-$(dpkg --print-architecture)}
+binary=${3:-$scratch/release/dosetap}
+cross=()
+strip=(strip --strip-debug)
+shlibs_files=(/var/lib/dpkg/info/*.shlibs)
+if [[ $arch != "$(dpkg --print-architecture)" ]]; then
+  [[ $arch == arm64 ]] || { echo "build-deb: no cross toolchain for $arch" >&2; exit 2; }
+  mapfile -t trees < <(scripts/cross-arm64.sh shlibs-dirs)
+  # dpkg-shlibdeps looks for each library in these package trees (-S), the target's multiarch directory.
+  for tree in "${trees[@]}"; do cross+=("-S$tree"); done
+  export DEB_HOST_ARCH=arm64 DEB_HOST_MULTIARCH=aarch64-linux-gnu DEB_HOST_GNU_TYPE=aarch64-linux-gnu
+  strip=(aarch64-linux-gnu-strip --strip-debug)
+  shlibs_files=()
+  for tree in "${trees[@]}"; do [[ -f $tree/DEBIAN/shlibs ]] && shlibs_files+=("$tree/DEBIAN/shlibs"); done
+fi
 version=$(tr -d ' \n\r\t' < VERSION)
 # Who answers for this build: DEBFULLNAME/DEBEMAIL as Debian's tools read them, else the project's address.
 maintainer="${DEBFULLNAME:-DoseTap developers} <${DEBEMAIL:-dosetap@example.org}>"
-arch=$(dpkg --print-architecture)
 work=$(mktemp -d "${TMPDIR:-/tmp}/dosetap-deb.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 stage=$work/dosetap
 
 # The files, where Debian wants them (make install with DESTDIR; it also installs the udev rules).
-make --no-print-directory -s install SCRATCH="$scratch" DESTDIR="$stage" PREFIX=/usr \
+make --no-print-directory -s install SCRATCH="$scratch" BINARY="$binary" STRIP="${strip[*]}" DESTDIR="$stage" PREFIX=/usr \
     USERUNITDIR=/usr/lib/systemd/user UDEVRULESDIR=/usr/lib/udev/rules.d \
     ZSHCOMPDIR=/usr/share/zsh/vendor-completions FISHCOMPDIR=/usr/share/fish/vendor_completions.d >/dev/null
 gzip -9n "$stage"/usr/share/man/man1/*.1
@@ -36,7 +53,7 @@ install -Dm644 packaging/debian/lintian-overrides "$stage/usr/share/lintian/over
 # Depends: what the binary loads, as dpkg-shlibdeps maps it to packages and minimum versions.
 mkdir -p "$work/debian"
 printf 'Source: dosetap\n\nPackage: dosetap\nArchitecture: any\n' > "$work/debian/control"
-depends=$(cd "$work" && dpkg-shlibdeps -O -e dosetap/usr/bin/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$work" && dpkg-shlibdeps -O "${cross[@]}" -e dosetap/usr/bin/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [[ -n $depends ]] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 # ...and what it loads with dlopen (packaging/debian/dlopen), from each library's shlibs entry
 # ("libasound 2 libasound2 (>= 1.2.8)" for libasound.so.2).
@@ -45,7 +62,7 @@ while read -r soname; do
   name=${soname%%.so.*} soversion=${soname##*.so.}
   # (awk reads the files itself: `cat | awk … exit` would end cat with SIGPIPE, a failure under pipefail.)
   entry=$(awk -v n="$name" -v v="$soversion" '!found && $1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; found = 1 }' \
-    /var/lib/dpkg/info/*.shlibs 2>/dev/null || true)
+    "${shlibs_files[@]}" 2>/dev/null || true)
   [[ -n $entry ]] || { echo "build-deb: no installed package's shlibs file names $soname (install its -dev package)" >&2; exit 1; }
   depends+=", $entry"
 done < packaging/debian/dlopen

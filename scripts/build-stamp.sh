@@ -9,6 +9,8 @@ root=$1 out=$2
 mkdir -p "$out"
 version=$(tr -d ' \n\r\t' < "$root/VERSION" 2>/dev/null || echo 0.0.0)
 commit=${DOSETAP_COMMIT:-}
+# A copy of the tree without .git (scripts/cross-arm64.sh builds one in its chroot) names its commit in this file.
+if [ -z "$commit" ] && [ -f "$root/.build-commit" ]; then commit=$(tr -d ' \n\r\t' < "$root/.build-commit"); fi
 if [ -z "$commit" ]; then
   commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
   if [ "$commit" != unknown ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -1)" ]; then

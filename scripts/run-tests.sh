@@ -158,6 +158,11 @@ scripts/real-clients-tests.sh
 make --no-print-directory deb
 scripts/test-deb.sh "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
 
+# The Raspberry Pi (#31): the arm64 binary cross-built with Debian's swiftlang 6.2 (the toolchain is made from
+# Debian's packages once and cached), the end-to-end suites run on it under qemu-user, and its package
+# installed into an arm64 root (scripts/test-arm64.sh, docs/packaging.md).
+scripts/test-arm64.sh
+
 # The dose log under SIGKILL, briefly (scripts/crash-safety.sh 300 is the full run, see docs/performance.md).
 scripts/crash-safety.sh 40
 

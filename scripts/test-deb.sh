@@ -9,9 +9,22 @@
 #      /usr/bin/dosetap, postinst runs (chrootless, DPKG_ROOT set: it must not touch the host's udev);
 #   4. the same into a root that lacks one dependency: dpkg refuses it (the Depends are not decoration);
 #   5. remove and purge leave nothing of the package behind.
-# Usage: scripts/test-deb.sh dist/dosetap_VERSION_ARCH.deb
+# With --arch arm64 (scripts/test-arm64.sh), the cross-built package: the libraries and their packages are
+# trixie arm64's (scripts/cross-arm64.sh), the roots hold those libraries and a database listing their packages,
+# and the binary runs there under qemu-user.
+# Usage: scripts/test-deb.sh [--arch arm64] dist/dosetap_VERSION_ARCH.deb
 set -euo pipefail
-deb=${1:?usage: scripts/test-deb.sh PACKAGE.deb}
+cd "$(dirname "$0")/.."
+arch=$(dpkg --print-architecture)
+if [[ ${1:-} == --arch ]]; then arch=${2:?--arch needs an architecture}; shift 2; fi
+deb=${1:?usage: scripts/test-deb.sh [--arch ARCH] PACKAGE.deb}
+cross=
+if [[ $arch != "$(dpkg --print-architecture)" ]]; then
+  [[ $arch == arm64 ]] || { echo "test-deb: no cross tier for $arch" >&2; exit 2; }
+  cross=$arch
+  mapfile -t target_pkgs < <(scripts/cross-arm64.sh shlibs-dirs)
+fi
+[[ $(dpkg-deb -f "$deb" Architecture) == "$arch" ]] || { echo "test-deb: $deb is not an $arch package" >&2; exit 1; }
 fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
 pass() { echo "test-deb: ok: $*"; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/dosetap-debtest.XXXXXX")
@@ -29,21 +42,35 @@ dpkg-deb -x "$deb" "$work/x"
 depends=$(dpkg-deb -f "$deb" Depends)
 needed=$(readelf -d "$work/x/usr/bin/dosetap" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p')
 [[ -n $needed ]] || fail "readelf found no NEEDED library"
-owners=()
-for lib in $needed; do
+# The package that ships a library (by soname): this machine's, or for a cross package the target's.
+owner_of() {
+  local lib=$1 path pkg tree
+  if [[ -n $cross ]]; then
+    for tree in "${target_pkgs[@]}"; do
+      # (the package whose shlibs or symbols file names the library: the one that ships it, not its -dev)
+      if [[ -e $tree/usr/lib/aarch64-linux-gnu/$lib ]] && cat "$tree/DEBIAN/shlibs" "$tree/DEBIAN/symbols" 2>/dev/null \
+           | awk -v n="${lib%%.so.*}" -v v="${lib##*.so.}" -v l="$lib" '($1 == n && $2 == v) || $1 == l { f = 1 } END { exit !f }'; then
+        sed -n 's/^Package: //p' "$tree/DEBIAN/control"; return 0
+      fi
+    done
+    return 1
+  fi
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
-  [[ -n $path ]] || fail "$lib is not installed here"
+  [[ -n $path ]] || return 1
   pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1 || true)
   [[ -n $pkg ]] || pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1 || true)
-  [[ -n $pkg ]] || fail "no package owns $path ($lib)"
+  [[ -n $pkg ]] && echo "$pkg"
+}
+owners=()
+for lib in $needed; do
+  pkg=$(owner_of "$lib") || fail "no $arch package here ships $lib"
   owners+=("$pkg")
 done
 # ...and the libraries it loads with dlopen (packaging/debian/dlopen): libasound2 (the alarm's own sound path), libmosquitto1 (the household).
 for lib in $(grep -v '^#' packaging/debian/dlopen); do
-  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
-  [[ -n $path ]] || fail "$lib (loaded with dlopen) is not installed here"
   grep -qaF "$lib" "$work/x/usr/bin/dosetap" || fail "the binary does not name $lib: remove it from packaging/debian/dlopen"
-  owners+=("$(dpkg -S "$(readlink -f "$path")" | head -1 | cut -d: -f1)")
+  pkg=$(owner_of "$lib") || fail "$lib (loaded with dlopen): no $arch package here ships it"
+  owners+=("$pkg")
 done
 want=$(printf '%s\n' "${owners[@]}" | sort -u)
 have=$(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/|.*//; s/ //g' | sort -u)
@@ -52,21 +79,38 @@ grep -q 'libswift' <<<"$needed" && fail "the binary needs the Swift runtime's sh
 recommends=$(dpkg-deb -f "$deb" Recommends)
 [[ $recommends == *bluez* && $recommends == *pipewire-bin* && $recommends == *alsa-utils* && $recommends == *upower* ]] \
   || fail "Recommends: $recommends"
-grep -qE '(^|, )libasound2( |,|$)' <<<"$depends" || fail "Depends lacks libasound2: the alarm would be silent on a machine without a player"
+grep -qE '(^|, )libasound2(t64)?( |,|$)' <<<"$depends" || fail "Depends lacks libasound2: the alarm would be silent on a machine without a player"
 pass "Depends: $depends"
 
-# A throwaway root for dpkg: a database that believes what this machine has installed.
+# A throwaway root for dpkg: a database that believes what this machine has installed; for a cross package, the
+# target's libraries themselves (so the binary runs there under qemu) and a database listing their packages.
 mkroot() {
-  local root=$1
+  local root=$1 tree
   mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/lib/dpkg/triggers" "$root/var/log"
-  cp /var/lib/dpkg/status "$root/var/lib/dpkg/status"
+  if [[ -n $cross ]]; then
+    : > "$root/var/lib/dpkg/status"
+    for tree in "${target_pkgs[@]}"; do
+      tar -C "$tree" --exclude=./DEBIAN -cf - . | tar -C "$root" -xf -
+      awk '{print} /^Package: / {print "Status: install ok installed"}' "$tree/DEBIAN/control" >> "$root/var/lib/dpkg/status"
+      echo >> "$root/var/lib/dpkg/status"
+    done
+    dpkg --root="$root" --add-architecture "$cross"
+  else
+    cp /var/lib/dpkg/status "$root/var/lib/dpkg/status"
+  fi
   touch "$root/var/lib/dpkg/available"
 }
 dpkg_in() { local root=$1; shift; dpkg --root="$root" --force-script-chrootless --force-not-root --log="$root/var/log/dpkg.log" "$@"; }
+# The installed binary, run in a root (under qemu-user, with the root's libraries, for a cross package).
+dosetap_in() {
+  local root=$1; shift
+  if [[ -n $cross ]]; then /usr/bin/qemu-aarch64-static -L "$root" "$root/usr/bin/dosetap" "$@"; else "$root/usr/bin/dosetap" "$@"; fi
+}
 
 # 3. Install.
 root=$work/root
 mkroot "$root"
+{ find "$root/usr" -type f 2>/dev/null || true; } | sort > "$work/before.txt"   # a cross root holds the target's libraries
 dpkg_in "$root" -i "$deb" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "dpkg -i into a throwaway root"; }
 for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
          usr/lib/udev/rules.d/70-dosetap-vibra.rules usr/lib/udev/rules.d/71-dosetap-hid-buttons.rules \
@@ -78,12 +122,14 @@ for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
          usr/share/doc/dosetap/copyright usr/share/doc/dosetap/changelog.gz usr/share/doc/dosetap/README.md; do
   [[ -f $root/$f ]] || fail "$f is not installed"
 done
-[[ $("$root/usr/bin/dosetap" --version) =~ ^dosetap\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\  ]] || fail "the installed binary's --version"
+[[ $(dosetap_in "$root" --version) =~ ^dosetap\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\  ]] || fail "the installed binary's --version"
 # The alarm heard with nothing but the Depends (#32): no player on PATH, the beep into ALSA's file sink.
 home=$work/home-sound
 mkdir -p "$home"
+run=("$root/usr/bin/dosetap")
+[[ -z $cross ]] || run=(/usr/bin/qemu-aarch64-static -L "$root" "$root/usr/bin/dosetap")
 env -i HOME="$home" PATH=/nonexistent DOSETAP_AUDIO_DEVICE="file:FILE=$home/alarm.wav,FORMAT=wav" \
-  "$root/usr/bin/dosetap" feedback preview alarm > "$home/out.txt" 2>&1 || { cat "$home/out.txt" >&2; fail "feedback preview alarm without a player"; }
+  "${run[@]}" feedback preview alarm > "$home/out.txt" 2>&1 || { cat "$home/out.txt" >&2; fail "feedback preview alarm without a player"; }
 [[ $(stat -c %s "$home/alarm.wav" 2>/dev/null || echo 0) -gt 28000 ]] || fail "feedback preview alarm wrote no beep to ALSA's file sink"
 pass "the installed binary plays the alarm's beep through ALSA with no player on PATH: $(cat "$home/out.txt")"
 grep -qx 'ExecStart=/usr/bin/dosetap agent' "$root/usr/lib/systemd/user/dosetap.service" || fail "the unit's ExecStart"
@@ -92,7 +138,7 @@ lexgrog "$root/usr/share/man/man1/dosetap.dose.take.1.gz" > /dev/null || fail "w
 bash -c "source '$root/usr/share/bash-completion/completions/dosetap' && complete -p dosetap" >/dev/null || fail "the bash completion does not load"
 [[ $(dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Status}' dosetap) == "install ok installed" ]] || fail "dpkg does not record it as installed"
 find "$root" -path "$root/var" -prune -o -newer "$root/var/lib/dpkg/available" -type f -print | grep -v '^'"$root"'/usr/' && fail "files outside /usr"
-pass "installed in a throwaway root: $(dpkg-query --admindir="$root/var/lib/dpkg" -L dosetap | wc -l) paths; $("$root/usr/bin/dosetap" --version)"
+pass "installed in a throwaway root: $(dpkg-query --admindir="$root/var/lib/dpkg" -L dosetap | wc -l) paths; $(dosetap_in "$root" --version)"
 
 # 4. A root without one dependency refuses the package.
 lacking=$work/lacking
@@ -113,6 +159,6 @@ pass "refused where $first is missing"
 dpkg_in "$root" -r dosetap > "$work/remove.log" 2>&1 || { cat "$work/remove.log"; fail "dpkg -r"; }
 [[ ! -e $root/usr/bin/dosetap && ! -e $root/usr/lib/systemd/user/dosetap.service ]] || fail "files left after remove"
 dpkg_in "$root" -P dosetap > "$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg -P"; }
-left=$( { find "$root/usr" -type f 2>/dev/null || true; } | wc -l)  # dpkg may remove /usr itself
+left=$( { find "$root/usr" -type f 2>/dev/null || true; } | sort | comm -13 "$work/before.txt" - | wc -l)  # dpkg may remove /usr itself
 [[ $left == 0 ]] || fail "$left files left after purge"
 pass "removed and purged"

@@ -115,14 +115,25 @@ public struct AlarmRingRepository: Sendable {
 
     /// A row as the core type; nil for a row that cannot be read (edited by hand): ignored, never guessed.
     static func decode(_ row: Row) -> AlarmRing? {
-        func date(_ column: String) -> Date? { Double.fromDatabaseValue(row[column]).map { Date(timeIntervalSince1970: $0) } }
+        // (storedDate reads the value's storage itself: Debian's swiftlang 6.2, built with assertions, aborts at -O in
+        // its SIL verifier on `Double.fromDatabaseValue(row[column])` inlined here; #31, docs/packaging.md)
         guard let id = Int64.fromDatabaseValue(row["id"]), let alarmID = Int.fromDatabaseValue(row["alarm_id"]),
               let kind = String.fromDatabaseValue(row["kind"]).flatMap(AlarmRingKind.init(rawValue:)),
-              let dueAt = date("due_at"), dueAt.timeIntervalSince1970.isFinite,
+              let dueAt = storedDate(row, "due_at"), dueAt.timeIntervalSince1970.isFinite,
               let outcome = String.fromDatabaseValue(row["outcome"]).flatMap(AlarmRingOutcome.init(rawValue:))
         else { return nil }
-        return AlarmRing(id: id, alarmID: alarmID, kind: kind, dueAt: dueAt, startedAt: date("started_at"), endedAt: date("ended_at"),
+        return AlarmRing(id: id, alarmID: alarmID, kind: kind, dueAt: dueAt, startedAt: storedDate(row, "started_at"), endedAt: storedDate(row, "ended_at"),
                          outcome: outcome, endedBy: String.fromDatabaseValue(row["ended_by"]).flatMap(AlarmRingEnder.init(rawValue:)),
-                         snoozeUntil: date("snooze_until"))
+                         snoozeUntil: storedDate(row, "snooze_until"))
+    }
+
+    /// A stored time (seconds since 1970, integer or real), as `Double.fromDatabaseValue` reads it.
+    private static func storedDate(_ row: Row, _ column: String) -> Date? {
+        let value: DatabaseValue = row[column]
+        switch value.storage {
+        case .int64(let seconds): return Date(timeIntervalSince1970: Double(seconds))
+        case .double(let seconds): return Date(timeIntervalSince1970: seconds)
+        default: return nil
+        }
     }
 }

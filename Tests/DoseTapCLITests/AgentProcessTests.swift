@@ -259,14 +259,16 @@ struct AgentReminderTests {
     }
 }
 
-/// Sends a signal to the agent running with this CLI's private home (found by its data directory).
+/// Sends a signal to the agent running with this CLI's private home (found by its data directory). The binary may
+/// be run by another program (scripts/test-arm64.sh: qemu-user and the arm64 loader, with the binary's path and
+/// `agent` further on in the command line).
 func sendSignal(_ signal: Int32, toAgentIn cli: CLI) throws {
     let proc = try FileManager.default.contentsOfDirectory(atPath: "/proc")
     for pid in proc.compactMap(Int32.init) {
         guard let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ"),
               let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { continue }
         let args = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        guard args.first?.hasSuffix("/dosetap") == true, args.dropFirst().first == "agent",
+        guard let binary = args.firstIndex(where: { $0.hasSuffix("/dosetap") }), binary + 1 < args.count, args[binary + 1] == "agent",
               String(decoding: environ, as: UTF8.self).contains("HOME=\(cli.home.path)") else { continue }
         kill(pid, signal)
         return
