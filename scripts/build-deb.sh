@@ -41,6 +41,10 @@ install -d "$doc" "$doc/docs"
 install -m644 packaging/debian/copyright "$doc/copyright"
 install -m644 README.md "$doc/README.md"
 install -m644 docs/*.md "$doc/docs/"
+# The udev rules' guide and the Raspberry Pi's vibration-motor overlay (docs/packaging.md, "On the Pi").
+install -d "$doc/examples"
+install -m644 udev-rules/README.md "$doc/examples/udev-rules.md"
+install -m644 udev-rules/dosetap-vibra-overlay.dts "$doc/examples/dosetap-vibra-overlay.dts"
 # A native package's changelog: this version, from the commit it was built from.
 date=$(git log -1 --format=%aD 2>/dev/null || date -R)
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)

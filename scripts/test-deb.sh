@@ -119,7 +119,8 @@ for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
          usr/share/man/man1/dosetap.1.gz usr/share/man/man1/dosetap.alarm.add.1.gz \
          usr/share/bash-completion/completions/dosetap usr/share/zsh/vendor-completions/_dosetap \
          usr/share/fish/vendor_completions.d/dosetap.fish \
-         usr/share/doc/dosetap/copyright usr/share/doc/dosetap/changelog.gz usr/share/doc/dosetap/README.md; do
+         usr/share/doc/dosetap/copyright usr/share/doc/dosetap/changelog.gz usr/share/doc/dosetap/README.md \
+         usr/share/doc/dosetap/examples/dosetap-vibra-overlay.dts usr/share/doc/dosetap/examples/udev-rules.md; do
   [[ -f $root/$f ]] || fail "$f is not installed"
 done
 [[ $(dosetap_in "$root" --version) =~ ^dosetap\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\  ]] || fail "the installed binary's --version"
