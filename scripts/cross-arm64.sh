@@ -93,10 +93,8 @@ setup() {
   as_root debootstrap --variant=minbase sid "$tmp/sid" "$MIRROR" >"$cache_root/cross-arm64-debootstrap.log" 2>&1 \
     || die "debootstrap sid failed (see $cache_root/cross-arm64-debootstrap.log)"
   echo 'Acquire::Check-Valid-Until "false";' | as_root tee "$tmp/sid/etc/apt/apt.conf.d/99dosetap-snapshot" >/dev/null
-  printf '[url "/opt/swift-packages/"]\n\tinsteadOf = https://github.com/\n[safe]\n\tdirectory = *\n' \
-    | as_root tee "$tmp/sid/etc/gitconfig" >/dev/null
   local saved=$chroot_dir; chroot_dir=$tmp/sid
-  in_chroot sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  in_chroot sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends \
       swiftlang=$SWIFTLANG_VERSION libswiftlang=$SWIFTLANG_VERSION libc6-dev git pkg-config >/dev/null \
       && apt-get clean" || die "installing swiftlang $SWIFTLANG_VERSION in the sid chroot failed"
   chroot_dir=$saved
@@ -172,6 +170,10 @@ build() {
   if [[ $commit != unknown && -n $(git -C "$repo" status --porcelain --untracked-files=no | head -1) ]]; then commit+=-dirty; fi
   # pkg-config answers for the target: SwiftPM reads the .pc files of PKG_CONFIG_PATH itself (pkg-config, of
   # PKG_CONFIG_LIBDIR), and passes their paths on unprefixed unless PKG_CONFIG_SYSROOT_DIR is set.
+  # git in the chroot: the machine's package mirror when it has one (as git on the host is set to), else GitHub.
+  { printf '[safe]\n\tdirectory = *\n'
+    [[ ! -d /opt/swift-packages ]] || printf '[url "/opt/swift-packages/"]\n\tinsteadOf = https://github.com/\n'
+  } | as_root tee "$chroot_dir/etc/gitconfig" >/dev/null
   # (SwiftPM runs the BuildStamp plugin's script without this environment: it reads the commit from a file)
   echo "$commit" | as_root tee "$chroot_dir/src/.build-commit" >/dev/null
   in_chroot sh -c "cd /src && PKG_CONFIG_SYSROOT_DIR=$bundle/sdk/sysroot \

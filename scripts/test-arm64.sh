@@ -44,12 +44,13 @@ chmod +x "$wrapper"
 pass "$("$wrapper" --version) ($(file -b "$binary" | cut -d, -f1-2))"
 
 # 2. The end-to-end suites, against the arm64 binary.
-suites='DoseTapCLITests\.(DoseCLITests|DoseBatteryCLITests|AlarmCLITests|ExportCLITests|PredictCLITests|BatteryCLITests|StatusCLITests|ConventionsCLITests)/|DoseTapCLITests\.AgentProcessTests/(badConfig|danglingConfig)\('
+suites='DoseTapCLITests\.(PiTraceCLITests|DoseCLITests|DoseBatteryCLITests|AlarmCLITests|ExportCLITests|PredictCLITests|BatteryCLITests|StatusCLITests|ConventionsCLITests)/|DoseTapCLITests\.AgentProcessTests/(badConfig|danglingConfig)\('
 # One test at a time: each runs emulated processes (an agent among them) that take seconds of a 2-core machine's
 # CPU, and the tests' own deadlines (an agent ready within 15 s) are for one such process, not for ten side by side.
 # Left out: logsJournalChoices's "no journalctl on PATH" case, where qemu-user runs swift-subprocess's vfork as a
 # fork, so the child's failed exec comes back as exit 127 instead of ENOENT (a real arm64 kernel has vfork).
-DOSETAP_BIN=$wrapper swift test --skip-build --disable-xctest --no-parallel --filter "$suites" --skip logsJournalChoices \
+# DOSETAP_BIN_REFERENCE: the Pi UPS trace's forecast must be the amd64 build's, number for number.
+DOSETAP_BIN=$wrapper DOSETAP_BIN_REFERENCE=$PWD/.build/debug/dosetap swift test --skip-build --disable-xctest --no-parallel --filter "$suites" --skip logsJournalChoices \
     2>&1 | tee .build-arm64/e2e.log \
   || fail "the end-to-end suites on the arm64 binary (above; .build-arm64/e2e.log)"
 grep -E '^✔ Test run with [0-9]+ tests' .build-arm64/e2e.log >/dev/null || fail "no test ran"

@@ -78,8 +78,9 @@ struct CLI {
         return .custom(env)
     }
 
-    func command(_ args: [String], scenario: String?, fakeTime: String?) -> (Executable, [String]) {
-        var argv = [fakeTime == nil ? CLI.binary : CLI.fakeTimeBinary] + args
+    /// `binary` runs another build than `DOSETAP_BIN` (a reference to compare with).
+    func command(_ args: [String], scenario: String?, fakeTime: String?, binary: String? = nil) -> (Executable, [String]) {
+        var argv = [binary ?? (fakeTime == nil ? CLI.binary : CLI.fakeTimeBinary)] + args
         // "-f" with an absolute time freezes the clock: every run sees exactly that instant.
         if let fakeTime { argv = ["/usr/bin/faketime", "-f", fakeTime] + argv }
         if let scenario {
@@ -91,8 +92,8 @@ struct CLI {
     }
 
     func run(_ args: [String], scenario: String? = nil, fakeTime: String? = nil, tz: String = "UTC",
-             env: [String: String] = [:], input: String? = nil) async throws -> Result {
-        let (exe, argv) = command(args, scenario: scenario, fakeTime: fakeTime)
+             env: [String: String] = [:], input: String? = nil, binary: String? = nil) async throws -> Result {
+        let (exe, argv) = command(args, scenario: scenario, fakeTime: fakeTime, binary: binary)
         let r = try await Subprocess.run(exe, arguments: Arguments(argv), environment: environment(tz: tz, extra: env),
                                          input: .string(input ?? ""),
                                          output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
