@@ -15,6 +15,9 @@ ARGS ?=
 PREFIX ?= $(HOME)/.local
 BINDIR ?= $(PREFIX)/bin
 USERUNITDIR ?= $(PREFIX)/share/systemd/user
+# The wake helper's system units (dosetap-wake.socket/.service, root's: docs/alarms.md); the package's go to
+# /usr/lib/systemd/system.
+SYSTEMUNITDIR ?= /etc/systemd/system
 UDEVRULESDIR ?= /etc/udev/rules.d
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
@@ -31,7 +34,7 @@ BINARY ?= $(SCRATCH)/release/dosetap
 # The installed binary keeps its symbol table (named frames in a crash backtrace), not its DWARF (-36 MB).
 STRIP ?= strip --strip-debug
 
-.PHONY: run test build release man completions deb build-arm64 deb-arm64 deps deps-test deps-bench bench fuzz sanitize clean install install-udev uninstall
+.PHONY: run test build release man completions deb build-arm64 deb-arm64 deps deps-test deps-bench bench fuzz sanitize clean install install-udev install-wake uninstall
 
 deps:
 	@scripts/install-deps.sh run
@@ -96,6 +99,11 @@ install: release man completions
 	else \
 	    echo "udev rules not installed ($(UDEVRULESDIR) is not writable): sudo make install-udev"; \
 	fi
+	@if [ -n "$(DESTDIR)" ] || [ "$$(id -u)" = 0 ]; then \
+	    $(MAKE) --no-print-directory install-wake; \
+	else \
+	    echo "The wake helper is not installed (it is root's): without it the machine may sleep through an alarm. Run: sudo make install-wake"; \
+	fi
 	@echo "Installed $(DESTDIR)$(BINDIR)/dosetap and $(DESTDIR)$(USERUNITDIR)/dosetap.service. Start the agent with:"
 	@echo "  systemctl --user daemon-reload && systemctl --user enable --now dosetap"
 
@@ -108,10 +116,23 @@ install-udev:
 	    udevadm control --reload && udevadm trigger -s input -s rtc || true; \
 	fi
 
+# The wake helper alone (root): the system socket and service that arm wake-ups from suspend for the users'
+# agents, running $(BINDIR)/dosetap wake-helper with CAP_WAKE_ALARM (docs/alarms.md, "Waking from suspend").
+install-wake:
+	$(INSTALL) -d "$(DESTDIR)$(SYSTEMUNITDIR)"
+	$(INSTALL) -m644 packaging/systemd/dosetap-wake.socket "$(DESTDIR)$(SYSTEMUNITDIR)/"
+	sed -e 's|^ExecStart=/usr/bin/dosetap |ExecStart=$(BINDIR)/dosetap |' packaging/systemd/dosetap-wake.service \
+	    > "$(DESTDIR)$(SYSTEMUNITDIR)/dosetap-wake.service"
+	chmod 644 "$(DESTDIR)$(SYSTEMUNITDIR)/dosetap-wake.service"
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+	    systemctl daemon-reload && systemctl enable --now dosetap-wake.socket; \
+	fi
+
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/dosetap" "$(DESTDIR)$(USERUNITDIR)/dosetap.service" "$(DESTDIR)$(MANDIR)"/man1/dosetap.*1 \
 	    "$(DESTDIR)$(BASHCOMPDIR)/dosetap" "$(DESTDIR)$(ZSHCOMPDIR)/_dosetap" "$(DESTDIR)$(FISHCOMPDIR)/dosetap.fish"
 	@echo "The udev rules stay in $(UDEVRULESDIR) (sudo rm $(UDEVRULESDIR)/7[012]-dosetap-*.rules); your data stays in ~/.local/share/dosetap."
+	@echo "The wake helper stays (sudo systemctl disable --now dosetap-wake.socket; sudo rm $(SYSTEMUNITDIR)/dosetap-wake.*)."
 
 run: build
 	.build/debug/dosetap agent $(ARGS)

@@ -33,7 +33,7 @@ stage=$work/dosetap
 
 # The files, where Debian wants them (make install with DESTDIR; it also installs the udev rules).
 make --no-print-directory -s install SCRATCH="$scratch" BINARY="$binary" STRIP="${strip[*]}" DESTDIR="$stage" PREFIX=/usr \
-    USERUNITDIR=/usr/lib/systemd/user UDEVRULESDIR=/usr/lib/udev/rules.d \
+    USERUNITDIR=/usr/lib/systemd/user SYSTEMUNITDIR=/usr/lib/systemd/system UDEVRULESDIR=/usr/lib/udev/rules.d \
     ZSHCOMPDIR=/usr/share/zsh/vendor-completions FISHCOMPDIR=/usr/share/fish/vendor_completions.d >/dev/null
 gzip -9n "$stage"/usr/share/man/man1/*.1
 doc=$stage/usr/share/doc/dosetap
@@ -75,7 +75,7 @@ install -d -m755 "$stage/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s|@MAINTAINER@|$maintainer|" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$depends/" \
     packaging/debian/control.in > "$stage/DEBIAN/control"
-install -m755 packaging/debian/postinst packaging/debian/postrm "$stage/DEBIAN/"
+install -m755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$stage/DEBIAN/"
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
 chmod 644 "$stage/DEBIAN/md5sums"
 find "$stage" -type d -exec chmod 755 {} +

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* struct ucred (SO_PEERCRED) */
 #include "CLinuxTime.h"
 #include <errno.h>
 #include <sys/epoll.h>
@@ -176,3 +177,74 @@ int dosetap_pidfd_open(int pid) {
 int dosetap_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }
+
+/* ---- The wake helper (#28) ------------------------------------------------------------------------------ */
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+int dosetap_timerfd_arm_absolute(int fd, int64_t seconds) {
+    struct itimerspec spec = {0};
+    spec.it_value.tv_sec = (time_t)seconds;
+    if (spec.it_value.tv_sec <= 0) spec.it_value.tv_nsec = 1; /* 0 would disarm */
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+int dosetap_peer_uid(int fd, uint32_t *uid) {
+    struct ucred cred;
+    socklen_t length = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
+    if (length != sizeof cred) { errno = EPROTO; return -1; }
+    *uid = (uint32_t)cred.uid;
+    return 0;
+}
+
+static int unix_address(const char *path, struct sockaddr_un *address) {
+    memset(address, 0, sizeof *address);
+    address->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof address->sun_path) { errno = ENAMETOOLONG; return -1; }
+    strcpy(address->sun_path, path);
+    return 0;
+}
+
+int dosetap_unix_connect(const char *path) {
+    struct sockaddr_un address;
+    if (unix_address(path, &address) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int dosetap_unix_listen(const char *path, int backlog) {
+    struct sockaddr_un address;
+    if (unix_address(path, &address) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || chmod(path, 0666) != 0 || listen(fd, backlog) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int dosetap_wait_readable(int fd, int timeout_ms) {
+    struct pollfd entry = { .fd = fd, .events = POLLIN };
+    for (;;) {
+        int n = poll(&entry, 1, timeout_ms);
+        if (n < 0 && errno == EINTR) continue;
+        return n < 0 ? -1 : (n > 0 ? 1 : 0);
+    }
+}
+
+int dosetap_unix_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }

@@ -55,6 +55,7 @@ public struct WakeStatusFile: Sendable {
         switch capability {
         case .success(.alarmTimer): fields += [("method", .string("alarmTimer"))]
         case .success(.rtc(let path)): fields += [("method", .string("rtc")), ("rtcPath", .string(path))]
+        case .success(.helper(let socket)): fields += [("method", .string("helper")), ("helperSocket", .string(socket))]
         case .failure(let u): fields += [("method", .null), ("reason", .string(u.reason)), ("fix", .string(u.fix))]
         }
         return JSON.object(fields).text + "\n"
@@ -73,6 +74,9 @@ public struct WakeStatusFile: Sendable {
         case let method as String where method == "rtc":
             guard let path = object["rtcPath"] as? String else { return nil }
             return .success(.rtc(path: path))
+        case let method as String where method == "helper":
+            guard let socket = object["helperSocket"] as? String else { return nil }
+            return .success(.helper(socket: socket))
         case is NSNull:
             guard let reason = object["reason"] as? String, let fix = object["fix"] as? String else { return nil }
             return .failure(WakeUnavailable(reason: reason, fix: fix))

@@ -15,7 +15,7 @@ struct DoseTapCLI: ParsableCommand {
         abstract: "Makes sure an alarm, and a medication dose, never fail silently.",
         discussion: "Exit status: 0 done, 1 an error, 2 refused by the dose rules, 64 a usage error.",
         version: "dosetap \(DoseTapVersion.description)",
-        subcommands: [AgentCommand.self, StatusCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, HouseholdCommand.self, WebCommand.self, LogsCommand.self]
+        subcommands: [AgentCommand.self, StatusCommand.self, PredictCommand.self, BatteryCommand.self, DoseCommand.self, ExportCommand.self, DataCommand.self, SetupCommand.self, FeedbackCommand.self, SoundsCommand.self, HapticsCommand.self, ButtonCommand.self, AlarmCommand.self, AlertsCommand.self, HouseholdCommand.self, WebCommand.self, LogsCommand.self, WakeHelperCommand.self]
     )
 
     /// Starts the command. A command that is not asynchronous (most one-shot commands: `dose status`,

@@ -123,7 +123,7 @@ struct SleepWakeFixtures {
         try s.dose1(at: "2026-11-23 22:30")
         s.clock.set(localDate("2026-11-23 23:00:00", WakeSetup.zone))
         // The RTC only: this process may well hold CAP_WAKE_ALARM, which would win.
-        let wake = LinuxWakeAlarm(rtcPath: Self.rtc, makeTimer: nil)
+        let wake = LinuxWakeAlarm(rtcPath: Self.rtc, makeTimer: nil, helperSocket: nil)
         #expect(wake.capability() == .success(.rtc(path: Self.rtc)))
         let logs = MockLogind.logs()
         try await PrivateBus.run(mockTemplate: "logind", system: true) { bus in

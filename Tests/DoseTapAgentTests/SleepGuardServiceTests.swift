@@ -114,7 +114,7 @@ struct SleepGuardServiceTests {
     @Test("no way to wake: the exact line at start (something to wake for) and again at PrepareForSleep; the lock is still released")
     func maySleepThrough() async throws {
         // The real adapter with both ways refused (the capability and the RTC injected as missing).
-        let wake = LinuxWakeAlarm(rtcPath: "/nonexistent/wakealarm", makeTimer: { -EPERM })
+        let wake = LinuxWakeAlarm(rtcPath: "/nonexistent/wakealarm", makeTimer: { -EPERM }, helperSocket: nil)
         let logs = MockLogind.logs()
         let line = "This machine may sleep through the alarm: this process lacks CAP_WAKE_ALARM for a CLOCK_REALTIME_ALARM timer "
             + "(Operation not permitted), and there is no RTC wake alarm at /nonexistent/wakealarm. Fix: give the agent "

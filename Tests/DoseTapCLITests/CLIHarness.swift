@@ -54,6 +54,9 @@ struct CLI {
     }
 
     /// The environment of a person's shell, without the test runner's preload libraries.
+    /// Where no wake helper listens (the tests' default `DOSETAP_WAKE_SOCKET`).
+    static let noWakeHelper = "/nonexistent/dosetap-wake.sock"
+
     func environment(tz: String = "UTC", extra: [String: String] = [:]) -> Environment {
         var env: [Environment.Key: String] = [
             "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -68,6 +71,9 @@ struct CLI {
             // ALSA's null device: sounds play (to nowhere) on a machine with no sound card, and `alarm add` says
             // nothing about one (#32). The tests of that warning set it empty.
             "DOSETAP_AUDIO_DEVICE": "null",
+            // The wake helper (#28): none, whatever the machine running the tests has installed
+            // (WakeHelperCLITests starts its own).
+            "DOSETAP_WAKE_SOCKET": CLI.noWakeHelper,
         ]
         // Under scripts/sanitize.sh the binary is built with a sanitizer: it gets the same options as the
         // test process (LeakSanitizer off, halt on the first report).

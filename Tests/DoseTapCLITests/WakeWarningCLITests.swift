@@ -13,14 +13,15 @@ import Glibc
 @Suite("dosetap alarm: the may-sleep-through warning (the real binary)", .serialized)
 struct WakeWarningCLITests {
     static let line = "This machine may sleep through the alarm: this process lacks CAP_WAKE_ALARM for a CLOCK_REALTIME_ALARM timer "
-        + "(Operation not permitted), and there is no RTC wake alarm at /sys/class/rtc/rtc0/wakealarm. Fix: give the agent "
-        + "AmbientCapabilities=CAP_WAKE_ALARM (see docs/alarms.md), or keep the machine from suspending at night"
+        + "(Operation not permitted), and no wake helper listens at /nonexistent/dosetap-wake.sock (No such file or directory), "
+        + "and there is no RTC wake alarm at /sys/class/rtc/rtc0/wakealarm. Fix: start the wake helper that the package installs: "
+        + "sudo systemctl enable --now dosetap-wake.socket (from source: sudo make install-wake; see docs/alarms.md)"
 
     /// `dosetap ARGS` without the capability, on a machine without an RTC.
-    func unable(_ cli: CLI, _ args: String) async throws -> CLI.Result {
+    func unable(_ cli: CLI, _ args: String, env: [String: String] = [:]) async throws -> CLI.Result {
         let machine = Fixtures.root.appendingPathComponent("power_supply/ac-online.umockdev").path
         let drop = getuid() == 0 ? "setpriv --bounding-set=-wake_alarm --inh-caps=-wake_alarm" : ""
-        return try await cli.shell("exec umockdev-run -d '\(machine)' -- faketime -f '2026-05-04 21:00:00' \(drop) \"$DOSETAP\" \(args)")
+        return try await cli.shell("exec umockdev-run -d '\(machine)' -- faketime -f '2026-05-04 21:00:00' \(drop) \"$DOSETAP\" \(args)", env: env)
     }
 
     @Test("add, on, edit and list say it after the answer; --json keeps stdout's shape and says it on stderr; an alarm that is off does not")
@@ -125,5 +126,33 @@ struct WakeWarningCLITests {
             let after = try await cli.run(["alarm", "list"])
             #expect(!after.out.contains("may sleep through"), "\(after.out)")
         }
+    }
+
+    @Test("with the wake helper listening (the real binary's wake-helper), an agent and a CLI without the capability can wake: no line; the helper gone: the line again")
+    func helper() async throws {
+        let cli = try CLI()
+        let socket = cli.home.appendingPathComponent("wake.sock").path
+        let users = cli.home.appendingPathComponent("users")
+        try FileManager.default.createDirectory(at: users, withIntermediateDirectories: true)
+        // Whoever runs the tests is a user logind tracks, as far as this helper knows.
+        try Data().write(to: users.appendingPathComponent(String(getuid())))
+        let helper = Process()
+        helper.executableURL = URL(fileURLWithPath: CLI.binary)
+        helper.arguments = ["wake-helper", "--socket", socket, "--users-directory", users.path, "--idle-exit", "0"]
+        let log = Pipe()
+        helper.standardError = log
+        try helper.run()
+        defer { if helper.isRunning { helper.terminate() } }
+        // Ready once it says so on its log.
+        let first = log.fileHandleForReading.availableData
+        #expect(String(decoding: first, as: UTF8.self).hasPrefix("serving wake-ups on \(socket)"))
+        let with = try await unable(cli, "alarm add 05:30", env: ["DOSETAP_WAKE_SOCKET": socket])
+        #expect(with.exitCode == 0, "\(with.err)")
+        #expect(with.out == "Added alarm: 1  05:30  once  \"Alarm\"  next Tue 2026-05-05 05:30\n", "\(with.out)\(with.err)")
+        helper.terminate()
+        helper.waitUntilExit()
+        let without = try await unable(cli, "alarm list", env: ["DOSETAP_WAKE_SOCKET": socket])
+        #expect(without.out.hasPrefix("This machine may sleep through the alarm: "), "\(without.out)")
+        #expect(without.out.contains("no wake helper listens at \(socket)"), "\(without.out)")
     }
 }

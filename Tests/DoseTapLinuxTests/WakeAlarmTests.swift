@@ -57,7 +57,7 @@ struct WakeAlarmTests {
 
     @Test("neither the capability nor an RTC: the exact message, from capability() and from arm()")
     func neitherAllowed() throws {
-        let wake = LinuxWakeAlarm(rtcPath: "/nonexistent-rtc/wakealarm", makeTimer: { -EPERM })
+        let wake = LinuxWakeAlarm(rtcPath: "/nonexistent-rtc/wakealarm", makeTimer: { -EPERM }, helperSocket: nil)
         let expected = "This machine may sleep through the alarm: this process lacks CAP_WAKE_ALARM for a CLOCK_REALTIME_ALARM timer "
             + "(Operation not permitted), and there is no RTC wake alarm at /nonexistent-rtc/wakealarm. Fix: give the agent "
             + "AmbientCapabilities=CAP_WAKE_ALARM (see docs/alarms.md), or keep the machine from suspending at night"
@@ -85,7 +85,7 @@ struct WakeAlarmTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("wakealarm")
         try Data("1700000000\n".utf8).write(to: file)
-        let wake = LinuxWakeAlarm(rtcPath: file.path, makeTimer: { -EPERM })
+        let wake = LinuxWakeAlarm(rtcPath: file.path, makeTimer: { -EPERM }, helperSocket: nil)
         #expect(wake.capability() == .success(.rtc(path: file.path)))
         #expect(try wake.arm(at: Date(timeIntervalSince1970: 1_800_000_000.75)) == .rtc(path: file.path))
         #expect(try String(contentsOf: file, encoding: .utf8) == "1800000000\n")

@@ -57,4 +57,22 @@ int dosetap_monotonic_timer(uint64_t nanoseconds, uint64_t interval);
 /* A close-on-exec pidfd of process `pid` (pidfd_open, Linux 5.3): readable once the process has exited.
  * -1 and errno (ENOSYS on an older kernel, ESRCH when it is gone). */
 int dosetap_pidfd_open(int pid);
+
+/* ---- The wake helper (#28) ------------------------------------------------------------------------------ */
+
+/* Arms a timerfd for an absolute wall-clock instant, plainly (TFD_TIMER_ABSTIME only: a clock that is set
+ * moves the instant with it, nothing is cancelled). 0, or -1 and errno. */
+int dosetap_timerfd_arm_absolute(int fd, int64_t seconds);
+/* The user id of the process at the other end of a connected AF_UNIX socket (SO_PEERCRED, as the kernel
+ * recorded it at connect(), in this process's user namespace). 0, or -1 and errno. */
+int dosetap_peer_uid(int fd, uint32_t *uid);
+/* A close-on-exec, non-blocking AF_UNIX stream socket connected to `path`, or -1 and errno. Replies are
+ * awaited with dosetap_wait_readable. */
+int dosetap_unix_connect(const char *path);
+/* A close-on-exec, non-blocking AF_UNIX stream socket bound to `path` (mode 0666) and listening, or -1 and errno. */
+int dosetap_unix_listen(const char *path, int backlog);
+/* accept4() with SOCK_CLOEXEC | SOCK_NONBLOCK: the connection, or -1 and errno. */
+int dosetap_unix_accept(int listener);
+/* poll() one descriptor for reading for at most `timeout_ms`: 1 readable (or hung up), 0 timed out, -1 and errno. */
+int dosetap_wait_readable(int fd, int timeout_ms);
 #endif

@@ -6,11 +6,14 @@ public enum WakeMethod: Sendable, Equatable, CustomStringConvertible {
     case alarmTimer
     /// The RTC's `wakealarm` file (epoch seconds), writable by this process (a udev rule and a group).
     case rtc(path: String)
+    /// The system's wake helper (`dosetap wake-helper`, which holds `CAP_WAKE_ALARM`), over its socket (#28).
+    case helper(socket: String)
 
     public var description: String {
         switch self {
         case .alarmTimer: "a CLOCK_REALTIME_ALARM timer (CAP_WAKE_ALARM)"
         case .rtc(let path): "the RTC's wake alarm (\(path))"
+        case .helper(let socket): "the DoseTap wake helper (\(socket))"
         }
     }
 }

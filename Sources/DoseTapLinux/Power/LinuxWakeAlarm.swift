@@ -10,9 +10,12 @@ import Glibc
 ///
 /// 1. a `timerfd` on `CLOCK_REALTIME_ALARM` — needs `CAP_WAKE_ALARM` (else `EPERM`); the kernel's alarm
 ///    timer programs the RTC itself and the wake-up lasts while this process keeps the descriptor open;
-/// 2. the RTC's `wakealarm` file (`/sys/class/rtc/rtc0/wakealarm`, writable through
+/// 2. the system's wake helper (`dosetap wake-helper` behind `/run/dosetap-wake.sock`, shipped by the package
+///    and `make install-wake`; `WakeHelper`): it holds the timer for this process while the connection stays
+///    open — what an install as shipped uses, since the user unit holds no capability (#28);
+/// 3. the RTC's `wakealarm` file (`/sys/class/rtc/rtc0/wakealarm`, writable through
 ///    `udev-rules/72-dosetap-rtc-wakealarm.rules`): "0" to clear, then the epoch seconds;
-/// 3. neither: `WakeUnavailable`, saying which of the two failed and why, and the one-line fix.
+/// 4. none: `WakeUnavailable`, saying which failed and why, and the one-line fix.
 ///
 /// One wake-up at a time: arming again replaces it. Thread-safe.
 public final class LinuxWakeAlarm: WakeAlarm {
@@ -33,23 +36,62 @@ public final class LinuxWakeAlarm: WakeAlarm {
         var timer: Int32 = -1
         /// Whether this process wrote a wake time to the RTC.
         var rtcArmed = false
+        /// The connection to the wake helper that holds this process's wake-up (closing it clears it).
+        var helper: Int32 = -1
     }
+
+    /// The helper's socket: `$DOSETAP_WAKE_SOCKET` when set (tests, a helper elsewhere), else `WakeHelper.socketPath`.
+    public static var defaultHelperSocket: String {
+        ProcessInfo.processInfo.environment["DOSETAP_WAKE_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } ?? WakeHelper.socketPath
+    }
+    /// How long the helper may take to answer (socket activation starts it first). logind waits 5 s for a
+    /// delay inhibitor by default.
+    static let helperTimeout: Duration = .seconds(3)
 
     private let rtcPath: String?
     private let makeTimer: TimerFactory?
+    private let helperSocket: String?
     private let state = Mutex(State())
 
     /// - Parameters:
     ///   - rtcPath: the RTC's `wakealarm` file; nil: do not use an RTC.
     ///   - makeTimer: how to make the alarm timer; nil: do not use one (tests inject a refusal).
-    public init(rtcPath: String? = LinuxWakeAlarm.defaultRTCPath, makeTimer: TimerFactory? = LinuxWakeAlarm.alarmTimerFD) {
+    ///   - helperSocket: the wake helper's socket; nil: do not use the helper.
+    public init(rtcPath: String? = LinuxWakeAlarm.defaultRTCPath, makeTimer: TimerFactory? = LinuxWakeAlarm.alarmTimerFD,
+                helperSocket: String? = LinuxWakeAlarm.defaultHelperSocket) {
         self.rtcPath = rtcPath
         self.makeTimer = makeTimer
+        self.helperSocket = helperSocket
     }
 
     deinit {
         state.withLock { s in
             if s.timer >= 0 { _ = Glibc.close(s.timer) }
+            if s.helper >= 0 { _ = Glibc.close(s.helper) }
+        }
+    }
+
+    /// Asks the helper once on a new connection (closed afterwards): nil when it answered OK.
+    private static func askHelper(_ socket: String, _ request: String) -> WakeHelper.ExchangeFailure? {
+        let fd = dosetap_unix_connect(socket)
+        guard fd >= 0 else { return .lost(helperConnectError(socket, errno)) }
+        defer { _ = Glibc.close(fd) }
+        return WakeHelper.exchange(fd, request, timeout: helperTimeout)
+    }
+
+    static func helperConnectError(_ socket: String, _ code: Int32) -> String {
+        switch code {
+        case ENOENT, ECONNREFUSED: "no wake helper listens at \(socket) (\(text(code)))"
+        default: "the wake helper at \(socket) cannot be reached (\(text(code)))"
+        }
+    }
+
+    /// Why the helper cannot be used, as a reason clause.
+    static func helperReason(_ failure: WakeHelper.ExchangeFailure, socket: String) -> String {
+        switch failure {
+        case .refused(let why): "the wake helper refused (\(why))"
+        case .lost(let why) where why.hasPrefix("no wake helper") || why.hasPrefix("the wake helper"): why
+        case .lost(let why): "the wake helper at \(socket) did not answer (\(why))"
         }
     }
 
@@ -67,6 +109,11 @@ public final class LinuxWakeAlarm: WakeAlarm {
         } else {
             timerError = nil
         }
+        var helperError: String?
+        if let helperSocket {
+            guard let failure = Self.askHelper(helperSocket, "CHECK") else { return .success(.helper(socket: helperSocket)) }
+            helperError = Self.helperReason(failure, socket: helperSocket)
+        }
         let rtcError = rtcPath.map { path -> Int32 in
             let fd = open(path, O_WRONLY | O_CLOEXEC)
             guard fd >= 0 else { return errno }
@@ -74,7 +121,7 @@ public final class LinuxWakeAlarm: WakeAlarm {
             return 0
         }
         if let rtcPath, rtcError == 0 { return .success(.rtc(path: rtcPath)) }
-        return .failure(Self.unavailable(timerError: timerError, rtcPath: rtcPath, rtcError: rtcError))
+        return .failure(Self.unavailable(timerError: timerError, helperError: helperError, rtcPath: rtcPath, rtcError: rtcError))
     }
 
     @discardableResult
@@ -103,14 +150,30 @@ public final class LinuxWakeAlarm: WakeAlarm {
                     return .alarmTimer
                 }
             }
+            var helperError: String?
+            if let helperSocket {
+                switch armThroughHelper(&s, socket: helperSocket, seconds: Int64(seconds)) {
+                case nil:
+                    if s.rtcArmed, let rtcPath {
+                        try? Self.write("0", to: rtcPath)
+                        s.rtcArmed = false
+                    }
+                    return .helper(socket: helperSocket)
+                case .refused(let why)?:
+                    // The helper is there and said no to this time: that is an arming error, not a missing way.
+                    throw WakeArmError(description: "the wake helper refused the wake-up: \(why)")
+                case let failure?:
+                    helperError = Self.helperReason(failure, socket: helperSocket)
+                }
+            }
             guard let rtcPath else {
-                throw Self.unavailable(timerError: timerError, rtcPath: nil, rtcError: nil)
+                throw Self.unavailable(timerError: timerError, helperError: helperError, rtcPath: nil, rtcError: nil)
             }
             // The kernel refuses a new time while one is set (EBUSY): clear first.
             do {
                 try Self.write("0", to: rtcPath)
             } catch let error as WakeArmError where [ENOENT, ENOTDIR, EACCES, EPERM, EROFS].contains(error.code) {
-                throw Self.unavailable(timerError: timerError, rtcPath: rtcPath, rtcError: error.code)
+                throw Self.unavailable(timerError: timerError, helperError: helperError, rtcPath: rtcPath, rtcError: error.code)
             }
             try Self.write(String(Int64(seconds)), to: rtcPath)
             s.rtcArmed = true
@@ -124,6 +187,11 @@ public final class LinuxWakeAlarm: WakeAlarm {
                 _ = Glibc.close(s.timer)
                 s.timer = -1
             }
+            if s.helper >= 0 {
+                // Closing the connection clears the helper's wake-up for it.
+                _ = Glibc.close(s.helper)
+                s.helper = -1
+            }
             if s.rtcArmed, let rtcPath {
                 try? Self.write("0", to: rtcPath)
                 s.rtcArmed = false
@@ -131,16 +199,35 @@ public final class LinuxWakeAlarm: WakeAlarm {
         }
     }
 
+    /// `ARM` on the connection this process keeps to the helper (made now if there is none, made again once
+    /// if the helper went away since — it restarts on demand). nil: armed.
+    private func armThroughHelper(_ s: inout State, socket: String, seconds: Int64) -> WakeHelper.ExchangeFailure? {
+        for attempt in 0..<2 {
+            if s.helper < 0 {
+                let fd = dosetap_unix_connect(socket)
+                guard fd >= 0 else { return .lost(Self.helperConnectError(socket, errno)) }
+                s.helper = fd
+            }
+            let failure = WakeHelper.exchange(s.helper, "ARM \(seconds)", timeout: Self.helperTimeout)
+            guard case .lost = failure else { return failure }
+            _ = Glibc.close(s.helper)
+            s.helper = -1
+            if attempt == 1 { return failure }
+        }
+        return nil
+    }
+
     // MARK: Texts
 
     /// The plain reason (which of the two failed and why) and the one-line fix.
-    static func unavailable(timerError: Int32?, rtcPath: String?, rtcError: Int32?) -> WakeUnavailable {
+    static func unavailable(timerError: Int32?, helperError: String? = nil, rtcPath: String?, rtcError: Int32?) -> WakeUnavailable {
         var reasons: [String] = []
         if let timerError {
             reasons.append(timerError == EPERM
                 ? "this process lacks CAP_WAKE_ALARM for a CLOCK_REALTIME_ALARM timer (\(text(EPERM)))"
                 : "CLOCK_REALTIME_ALARM timers are unavailable (\(text(timerError)))")
         }
+        if let helperError { reasons.append(helperError) }
         var rtcPresent = false
         if let rtcPath, let rtcError {
             switch rtcError {
@@ -155,7 +242,9 @@ public final class LinuxWakeAlarm: WakeAlarm {
         }
         if reasons.isEmpty { reasons.append("no way to wake it was tried") }
         let fix: String
-        if rtcPresent {
+        if helperError != nil, !(timerError == nil && rtcPresent) {
+            fix = "start the wake helper that the package installs: sudo systemctl enable --now dosetap-wake.socket (from source: sudo make install-wake; see docs/alarms.md)"
+        } else if rtcPresent {
             fix = "install \(udevRule) and add the agent's user to the dosetap group, or give the agent AmbientCapabilities=CAP_WAKE_ALARM (see docs/alarms.md)"
         } else if timerError == EPERM {
             fix = "give the agent AmbientCapabilities=CAP_WAKE_ALARM (see docs/alarms.md), or keep the machine from suspending at night"
