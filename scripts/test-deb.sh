@@ -113,6 +113,7 @@ mkroot "$root"
 { find "$root/usr" -type f 2>/dev/null || true; } | sort > "$work/before.txt"   # a cross root holds the target's libraries
 dpkg_in "$root" -i "$deb" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "dpkg -i into a throwaway root"; }
 for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
+         usr/lib/systemd/system/dosetap-wake.socket usr/lib/systemd/system/dosetap-wake.service \
          usr/lib/udev/rules.d/70-dosetap-vibra.rules usr/lib/udev/rules.d/71-dosetap-hid-buttons.rules \
          usr/lib/udev/rules.d/71-dosetap-beeper.rules \
          usr/lib/udev/rules.d/72-dosetap-rtc-wakealarm.rules \
@@ -134,6 +135,15 @@ env -i HOME="$home" PATH=/nonexistent DOSETAP_AUDIO_DEVICE="file:FILE=$home/alar
 [[ $(stat -c %s "$home/alarm.wav" 2>/dev/null || echo 0) -gt 28000 ]] || fail "feedback preview alarm wrote no beep to ALSA's file sink"
 pass "the installed binary plays the alarm's beep through ALSA with no player on PATH: $(cat "$home/out.txt")"
 grep -qx 'ExecStart=/usr/bin/dosetap agent' "$root/usr/lib/systemd/user/dosetap.service" || fail "the unit's ExecStart"
+# The wake helper (#28): the package's own binary, CAP_WAKE_ALARM and no other capability; the maintainer scripts
+# enable and start its socket (in the VM tier; here DPKG_ROOT keeps them off the host).
+grep -qx 'ExecStart=/usr/bin/dosetap wake-helper' "$root/usr/lib/systemd/system/dosetap-wake.service" || fail "the wake helper's ExecStart"
+grep -qx 'CapabilityBoundingSet=CAP_WAKE_ALARM' "$root/usr/lib/systemd/system/dosetap-wake.service" || fail "the wake helper's capabilities"
+grep -qx 'ListenStream=/run/dosetap-wake.sock' "$root/usr/lib/systemd/system/dosetap-wake.socket" || fail "the wake helper's socket"
+for script in postinst prerm postrm; do
+  dpkg-deb --ctrl-tarfile "$deb" | tar -xO "./$script" | grep -q 'dosetap-wake.socket' || fail "$script does not handle dosetap-wake.socket"
+done
+[[ -e /etc/systemd/system/sockets.target.wants/dosetap-wake.socket ]] && fail "the chrootless install enabled the socket on the host"
 [[ $(zcat "$root/usr/share/man/man1/dosetap.1.gz") == *$'\n.Dt DOSETAP 1'* ]] || fail "dosetap.1 is not a manual page"
 lexgrog "$root/usr/share/man/man1/dosetap.dose.take.1.gz" > /dev/null || fail "whatis cannot read dosetap.dose.take's NAME"
 bash -c "source '$root/usr/share/bash-completion/completions/dosetap' && complete -p dosetap" >/dev/null || fail "the bash completion does not load"

@@ -89,7 +89,9 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
                     night?.resumed(at: clock.now())
                     lock?.release()
                     lock = await takeLock(logind)
-                    await readConditions(logind, canWake: wake.capability())
+                    let capability = wake.capability()
+                    status?.record(capability, now: clock.now())
+                    await readConditions(logind, canWake: capability)
                 }
             }
         } onGracefulShutdown: {
@@ -133,6 +135,9 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
         let at = max(target, now.addingTimeInterval(Self.minimumLead))
         do {
             let method = try wake.arm(at: at)
+            // A way that appeared since the start (the wake helper installed later) is what the CLI reports now.
+            status?.record(.success(method), now: now)
+            night?.update(canWake: true)
             logger.notice("going to sleep: wake-up armed for \(at.rfc3339(in: clock.timeZone)) through \(method)")
         } catch let problem as WakeUnavailable {
             status?.record(.failure(problem), now: now)
