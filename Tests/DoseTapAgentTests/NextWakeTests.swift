@@ -136,7 +136,8 @@ struct SleepWakeFixtures {
 
             try await MockLogind.emit(c, [.bool(true)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).isEmpty })
-            let windowOpens = Int(localDate("2026-11-24 01:00:00", WakeSetup.zone).timeIntervalSince1970)
+            // 30 s ahead of the window's opening (SleepGuardService.wakeLead).
+            let windowOpens = Int(localDate("2026-11-24 01:00:00", WakeSetup.zone).timeIntervalSince1970) - 30
             #expect(try String(contentsOfFile: Self.rtc, encoding: .utf8) == "\(windowOpens)\n", "\(logs.entries.map(\.message))")
 
             // Resumed; the night ended (02:40); the next sleep wakes for the 06:30 alarm.
@@ -145,7 +146,7 @@ struct SleepWakeFixtures {
             s.clock.set(localDate("2026-11-24 02:40:00", WakeSetup.zone))
             try await MockLogind.emit(c, [.bool(true)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).isEmpty })
-            let alarm = Int(localDate("2026-11-24 06:30:00", WakeSetup.zone).timeIntervalSince1970)
+            let alarm = Int(localDate("2026-11-24 06:30:00", WakeSetup.zone).timeIntervalSince1970) - 30
             #expect(try String(contentsOfFile: Self.rtc, encoding: .utf8) == "\(alarm)\n")
         }
     }

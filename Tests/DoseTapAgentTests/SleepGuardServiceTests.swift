@@ -84,13 +84,13 @@ struct SleepGuardServiceTests {
 
             try await MockLogind.emit(c, [.bool(true)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).isEmpty }, "the lock is released")
-            #expect(wake.armed == [target])
-            #expect(MockLogind.count(logs, "going to sleep: wake-up armed for 2026-11-24T06:30:00-05:00 through \(WakeMethod.alarmTimer)") == 1,
+            #expect(wake.armed == [target.addingTimeInterval(-30)], "30 s ahead: resumed when the minute comes")
+            #expect(MockLogind.count(logs, "going to sleep: wake-up armed for 2026-11-24T06:29:30-05:00 through \(WakeMethod.alarmTimer), for 2026-11-24T06:30:00-05:00") == 1,
                     "\(logs.entries.map(\.message))")
 
             try await MockLogind.emit(c, [.bool(false)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).count == 1 }, "taken again after resume")
-            #expect(wake.armed == [target])
+            #expect(wake.armed == [target.addingTimeInterval(-30)])
         }
     }
 
@@ -171,7 +171,7 @@ struct SleepGuardServiceTests {
             // A resume after it: once the lock is back, every signal before it has been handled.
             try await MockLogind.emit(c, [.bool(false)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).count == 1 })
-            #expect(wake.armed == [target], "only logind's well-formed signal armed the wake-up")
+            #expect(wake.armed == [target.addingTimeInterval(-SleepGuardService.wakeLead)], "only logind's well-formed signal armed the wake-up")
             #expect(MockLogind.count(logs, "malformed PrepareForSleep signal dropped") == 2)
             #expect(MockLogind.count(logs, "PrepareForSleep from a sender that is not logind dropped") == 1)
             let forged = logs.entries.first { $0.message.description == "PrepareForSleep from a sender that is not logind dropped" }
@@ -197,7 +197,7 @@ struct SleepGuardServiceTests {
             #expect(error.contains("logind's Inhibit answered 's' instead of a file descriptor"), "\(error)")
             #expect(try await MockLogind.inhibitors(c).isEmpty)
             try await MockLogind.emit(c, [.bool(true)])
-            #expect(await MockLogind.eventually { wake.armed == [target] })
+            #expect(await MockLogind.eventually { wake.armed == [target.addingTimeInterval(-SleepGuardService.wakeLead)] })
         }
     }
 
@@ -246,7 +246,8 @@ struct SleepGuardRealWakeTests {
             let added = Self.alarmTimers().filter { before[$0.key] == nil }
             #expect(added.count == 1, "\(added)")
             let left = Int(target.timeIntervalSinceNow)
-            #expect(((left - 10)...(left + 1)).contains(added.first?.value ?? -1), "\(added) vs \(left)")
+            // wakeLead (30 s) before the target.
+            #expect(((left - 40)...(left - 29)).contains(added.first?.value ?? -1), "\(added) vs \(left)")
             wake.disarm()
         }
     }

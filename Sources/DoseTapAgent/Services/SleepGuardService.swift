@@ -8,7 +8,7 @@ import ServiceLifecycle
 /// Makes sure the machine wakes from suspend for the next alarm and dose reminder (#11, "Waking to ring").
 ///
 /// It holds a logind delay inhibitor lock; on `PrepareForSleep(true)` it arms the wake-up (the
-/// `WakeAlarm` port) for `nextWake()` and logs it, then releases the lock so the machine may sleep; on
+/// `WakeAlarm` port) `wakeLead` before `nextWake()` and logs it, then releases the lock so the machine may sleep; on
 /// `PrepareForSleep(false)` (resumed) it takes the lock again. When no way to wake the machine exists it
 /// says so — "This machine may sleep through the alarm: …" — at start (when there is something to wake
 /// for) and at every sleep. Without a system bus or logind it logs one clear line and keeps running.
@@ -19,6 +19,10 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
     public static let why = "Arming the wake-up for the next alarm or dose reminder"
     /// A wake-up closer than this is armed this far ahead (an RTC refuses a time that has passed).
     static let minimumLead: TimeInterval = 2
+    /// The machine is woken this long before the alarm or reminder, so that it has resumed — devices, sound,
+    /// the agent's timers — when the minute comes: an RTC wake plus a resume takes seconds (measured in the VM
+    /// tier: a ring armed for its very second rang late by the resume's length).
+    public static let wakeLead: TimeInterval = 30
 
     private let connect: @Sendable () throws -> DBusConnection
     private let wake: any WakeAlarm
@@ -132,13 +136,13 @@ public final class SleepGuardService: Service, Sendable, CustomStringConvertible
             logger.info("going to sleep: nothing to wake for")
             return
         }
-        let at = max(target, now.addingTimeInterval(Self.minimumLead))
+        let at = max(target.addingTimeInterval(-Self.wakeLead), now.addingTimeInterval(Self.minimumLead))
         do {
             let method = try wake.arm(at: at)
             // A way that appeared since the start (the wake helper installed later) is what the CLI reports now.
             status?.record(.success(method), now: now)
             night?.update(canWake: true)
-            logger.notice("going to sleep: wake-up armed for \(at.rfc3339(in: clock.timeZone)) through \(method)")
+            logger.notice("going to sleep: wake-up armed for \(at.rfc3339(in: clock.timeZone)) through \(method), for \(target.rfc3339(in: clock.timeZone))")
         } catch let problem as WakeUnavailable {
             status?.record(.failure(problem), now: now)
             night?.update(canWake: false)

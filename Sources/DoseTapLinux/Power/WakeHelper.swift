@@ -285,6 +285,8 @@ public final class WakeHelperServer: @unchecked Sendable {
     /// Reads what a connection sent and answers its whole lines; false when it is closed.
     private func serve(_ fd: Int32) -> Bool {
         guard let index = connections.firstIndex(where: { $0.fd == fd }) else { return false }
+        // Deadlines count from when the bytes came in (not from after the answer went out).
+        let now = options.monotonic()
         var chunk = [UInt8](repeating: 0, count: 256)
         let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
         if count < 0, errno == EINTR || errno == EAGAIN { return true }
@@ -311,11 +313,11 @@ public final class WakeHelperServer: @unchecked Sendable {
         if answered {
             // Quiet is allowed only with an armed wake-up and nothing half sent.
             connections[index].deadline = connections[index].timer >= 0 && connections[index].buffer.isEmpty
-                ? nil : options.monotonic() + options.lineDeadline
+                ? nil : now + options.lineDeadline
         } else if connections[index].deadline == nil {
             // A line begun by a quiet holder: it has the usual time to finish it. Bytes that trickle in never
             // move a deadline (one byte every 9 s must not hold a connection for ever).
-            connections[index].deadline = options.monotonic() + options.lineDeadline
+            connections[index].deadline = now + options.lineDeadline
         }
         return true
     }
