@@ -158,6 +158,11 @@ scripts/real-clients-tests.sh
 make --no-print-directory deb
 scripts/test-deb.sh "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
 
+# The real machine (#28): the same package installed with dpkg in a Debian bookworm guest under qemu (TCG; the
+# image made from Debian's packages once and cached), used as shipped by a lingering user, the guest suspended by
+# logind and woken by the alarm's wake-up (scripts/test-vm.sh, docs/packaging.md "The VM tier").
+scripts/test-vm.sh --deb "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
+
 # The Raspberry Pi (#31): the arm64 binary cross-built with Debian's swiftlang 6.2 (the toolchain is made from
 # Debian's packages once and cached), the end-to-end suites run on it under qemu-user, and its package
 # installed into an arm64 root (scripts/test-arm64.sh, docs/packaging.md).

@@ -1,0 +1,90 @@
+#!/bin/bash
+# The VM tier's wake test (#28), run as root in the guest by scripts/test-vm.sh (through scripts/vm.sh run), with
+# the release .deb installed by dpkg -i. As shipped, for the lingering user `tester`:
+#   1. dpkg -i enabled and started dosetap-wake.socket;
+#   2. systemctl --user enable --now dosetap: the agent is ready and says it wakes the machine through the helper;
+#   3. dosetap alarm add (2 minutes out) says nothing about sleeping through;
+#   4. logind suspends the guest (systemctl suspend, as a lid or idle action would): the agent's delay inhibitor
+#      sees PrepareForSleep(true), arms the wake-up through the helper, releases the lock; the guest sleeps
+#      (the host sees QMP "suspended") and wakes by itself;
+#   5. the alarm rings on the real clock within a second of its minute, its notification shown on the session
+#      bus, and dosetap alarm stop ends it.
+# Each step prints "vm-test: ok: …" or fails with "vm-test: FAIL: …" and the agent's and the helper's journal.
+set -euo pipefail
+cd /opt/payload
+as_tester() { runuser -u tester -- env XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus HOME=/home/tester "$@"; }
+agent_log() { journalctl -q --no-pager -o short-precise _UID=1000 _SYSTEMD_USER_UNIT=dosetap.service "$@" 2>/dev/null || true; }
+ok() { echo "vm-test: ok: $*"; }
+fail() {
+  echo "vm-test: FAIL: $*"
+  echo "--- the agent's journal"; agent_log | tail -40
+  echo "--- the helper's journal"; journalctl -q --no-pager -o short-precise -u dosetap-wake.service -u dosetap-wake.socket | tail -20
+  echo "--- logind"; journalctl -q --no-pager -o short-precise -u systemd-logind -u systemd-suspend | tail -20
+  exit 1
+}
+# Waits (at most $1 seconds) until the command after it succeeds.
+until_true() { local limit=$1; shift; local end=$((SECONDS + limit)); until "$@"; do ((SECONDS < end)) || return 1; sleep 0.5; done; }
+
+# 1. The socket, as the package left it.
+systemctl is-enabled --quiet dosetap-wake.socket || fail "dosetap-wake.socket is not enabled after dpkg -i"
+systemctl is-active --quiet dosetap-wake.socket || fail "dosetap-wake.socket is not listening after dpkg -i"
+[[ $(stat -c %a /run/dosetap-wake.sock) == 666 ]] || fail "the socket's mode is $(stat -c %a /run/dosetap-wake.sock)"
+ok "dpkg -i enabled and started dosetap-wake.socket"
+
+# The desktop's notification server, on tester's session bus.
+as_tester python3 /opt/payload/notifyd.py /tmp/notifications.log > /tmp/notifyd.out 2>&1 &
+until_true 20 grep -q ready /tmp/notifyd.out || fail "the notification server did not start: $(cat /tmp/notifyd.out)"
+
+# 2. The agent, as its user starts it.
+as_tester systemctl --user enable --now dosetap || fail "systemctl --user enable --now dosetap"
+[[ $(as_tester systemctl --user is-active dosetap) == active ]] || fail "the agent is not active"
+said() { agent_log | grep -q -- "$1"; }
+until_true 30 said 'wake from suspend: the DoseTap wake helper (/run/dosetap-wake.sock)' \
+  || fail "the agent does not say it wakes the machine through the helper"
+ok "the agent is ready and wakes the machine through the helper"
+web_socket() { [[ -S /run/user/1000/dosetap/web.sock ]]; }
+until_true 30 web_socket || fail "the dashboard's Unix socket is missing (/run/user/1000/dosetap/web.sock)"
+ok "the dashboard listens on /run/user/1000/dosetap/web.sock"
+
+# 3. An alarm at the first minute at least 100 s away.
+due=$(( ($(date +%s) + 100 + 59) / 60 * 60 ))
+at=$(date -d "@$due" +%H:%M)
+added=$(as_tester dosetap alarm add "$at" --label "VM wake" 2>&1) || fail "dosetap alarm add: $added"
+echo "$added"
+[[ $added != *"may sleep through"* ]] || fail "alarm add says the machine may sleep through the alarm"
+ok "alarm add $at says nothing about sleeping through"
+
+# 4. logind suspends the machine; the RTC wakes it.
+before=$(date +%s)
+systemctl suspend || fail "systemctl suspend"
+until_true 400 said 'resumed from suspend' \
+  || fail "the agent never saw the resume"
+agent_log | grep -q "going to sleep: wake-up armed for .* through the DoseTap wake helper" || fail "the agent did not arm the wake-up through the helper"
+journalctl -q --no-pager -u dosetap-wake.service | grep -q "user 1000: wake-up armed for" || fail "the helper did not arm it"
+entry=$(dmesg | grep -o 'PM: suspend entry (.*)' | tail -1)
+[[ $entry == "PM: suspend entry (deep)" ]] || fail "the kernel did not enter deep suspend: ${entry:-no suspend entry in dmesg}"
+ok "suspended by logind at $(date -d "@$before" +%T); the wake-up armed through the helper; resumed at $(date +%T)"
+
+# 5. The ring: started within a second of its minute (the row's started_at against due_at), the notification shown.
+db=/home/tester/.local/share/dosetap/dosetap.sqlite
+ring() { python3 - "$db" <<'PY'
+import sqlite3, sys
+row = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute(
+    "SELECT due_at, started_at, outcome FROM alarm_ring ORDER BY id DESC LIMIT 1").fetchone()
+print("" if row is None else f"{row[0]} {row[1]} {row[2]}")
+PY
+}
+rang() { local r; r=$(ring); [[ -n $r && $(cut -d" " -f2 <<<"$r") != None ]]; }
+until_true 200 rang || fail "the alarm never rang"
+read -r due_at started_at outcome < <(ring)
+late=$(python3 -c "print(f'{$started_at - $due_at:.3f}')")
+python3 -c "import sys; sys.exit(0 if 0 <= $started_at - $due_at <= 1.0 else 1)" || fail "the alarm rang ${late} s after its minute"
+ok "the alarm rang ${late} s after $at (due $due_at, started $started_at)"
+until_true 20 grep -q '"summary"' /tmp/notifications.log || fail "no notification was shown"
+ok "its notification: $(grep '"summary"' /tmp/notifications.log | head -1)"
+
+stopped=$(as_tester dosetap alarm stop 2>&1) || fail "dosetap alarm stop: $stopped"
+until_true 20 said 'alarm ring ended' \
+  || fail "the ring did not end after alarm stop"
+read -r _ _ outcome < <(ring)
+ok "dosetap alarm stop: $stopped; the ring ended ($outcome)"
