@@ -4,6 +4,7 @@ Notify call, one JSON line each, in the file named by argv[1]. The VM tier runs 
 agent's alarm notification is seen by a real peer on a real session bus."""
 import json
 import sys
+import time
 
 import dbus
 import dbus.service
@@ -22,7 +23,7 @@ class Server(dbus.service.Object):
     def Notify(self, app, replaces, icon, summary, body, actions, hints, timeout):
         self.next_id += 1
         with open(LOG, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"app": str(app), "summary": str(summary), "body": str(body),
+            f.write(json.dumps({"at": time.time(), "app": str(app), "summary": str(summary), "body": str(body),
                                 "actions": [str(a) for a in actions], "id": self.next_id}) + "\n")
         return dbus.UInt32(self.next_id)
 

@@ -12,36 +12,10 @@
 # Each step prints "vm-test: ok: …" or fails with "vm-test: FAIL: …" and the agent's and the helper's journal.
 set -euo pipefail
 cd /opt/payload
-as_tester() { runuser -u tester -- env XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus HOME=/home/tester "$@"; }
-agent_log() { journalctl -q --no-pager -o short-precise _UID=1000 _SYSTEMD_USER_UNIT=dosetap.service "$@" 2>/dev/null || true; }
-ok() { echo "vm-test: ok: $*"; }
-fail() {
-  echo "vm-test: FAIL: $*"
-  echo "--- the agent's journal"; agent_log | tail -40
-  echo "--- the helper's journal"; journalctl -q --no-pager -o short-precise -u dosetap-wake.service -u dosetap-wake.socket | tail -20
-  echo "--- logind"; journalctl -q --no-pager -o short-precise -u systemd-logind -u systemd-suspend | tail -20
-  exit 1
-}
-# Waits (at most $1 seconds) until the command after it succeeds.
-until_true() { local limit=$1; shift; local end=$((SECONDS + limit)); until "$@"; do ((SECONDS < end)) || return 1; sleep 0.5; done; }
+source /opt/payload/lib.sh
 
-# 1. The socket, as the package left it.
-systemctl is-enabled --quiet dosetap-wake.socket || fail "dosetap-wake.socket is not enabled after dpkg -i"
-systemctl is-active --quiet dosetap-wake.socket || fail "dosetap-wake.socket is not listening after dpkg -i"
-[[ $(stat -c %a /run/dosetap-wake.sock) == 666 ]] || fail "the socket's mode is $(stat -c %a /run/dosetap-wake.sock)"
-ok "dpkg -i enabled and started dosetap-wake.socket"
-
-# The desktop's notification server, on tester's session bus.
-as_tester python3 /opt/payload/notifyd.py /tmp/notifications.log > /tmp/notifyd.out 2>&1 &
-until_true 20 grep -q ready /tmp/notifyd.out || fail "the notification server did not start: $(cat /tmp/notifyd.out)"
-
-# 2. The agent, as its user starts it.
-as_tester systemctl --user enable --now dosetap || fail "systemctl --user enable --now dosetap"
-[[ $(as_tester systemctl --user is-active dosetap) == active ]] || fail "the agent is not active"
-said() { agent_log | grep -q -- "$1"; }
-until_true 30 said 'wake from suspend: the DoseTap wake helper (/run/dosetap-wake.sock)' \
-  || fail "the agent does not say it wakes the machine through the helper"
-ok "the agent is ready and wakes the machine through the helper"
+# 1, 2. The package, the agent.
+start_as_shipped
 web_socket() { [[ -S /run/user/1000/dosetap/web.sock ]]; }
 until_true 30 web_socket || fail "the dashboard's Unix socket is missing (/run/user/1000/dosetap/web.sock)"
 ok "the dashboard listens on /run/user/1000/dosetap/web.sock"
@@ -55,15 +29,7 @@ echo "$added"
 ok "alarm add $at says nothing about sleeping through"
 
 # 4. logind suspends the machine; the RTC wakes it.
-before=$(date +%s)
-systemctl suspend || fail "systemctl suspend"
-until_true 400 said 'resumed from suspend' \
-  || fail "the agent never saw the resume"
-agent_log | grep -q "going to sleep: wake-up armed for .* through the DoseTap wake helper" || fail "the agent did not arm the wake-up through the helper"
-journalctl -q --no-pager -u dosetap-wake.service | grep -q "user 1000: wake-up armed for" || fail "the helper did not arm it"
-entry=$(dmesg | grep -o 'PM: suspend entry (.*)' | tail -1)
-[[ $entry == "PM: suspend entry (deep)" ]] || fail "the kernel did not enter deep suspend: ${entry:-no suspend entry in dmesg}"
-ok "suspended by logind at $(date -d "@$before" +%T); the wake-up armed through the helper; resumed at $(date +%T)"
+suspend_and_wake
 
 # 5. The ring: started within a second of its minute (the row's started_at against due_at), the notification shown.
 db=/home/tester/.local/share/dosetap/dosetap.sqlite
