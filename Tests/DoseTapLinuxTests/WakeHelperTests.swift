@@ -208,6 +208,15 @@ struct WakeHelperTests {
         #expect(throws: WakeArmError.self) { try wake.arm(at: Date().addingTimeInterval(-60)) }
     }
 
+    @Test("the helper refusing this user (here: a limit) at a sleep is no way to wake — the line, not an arming error")
+    func refusedAtArm() throws {
+        let helper = try Helper(maxPerUser: 0, now: nil)
+        defer { helper.stop() }
+        let wake = LinuxWakeAlarm(rtcPath: nil, makeTimer: { -EPERM }, helperSocket: helper.socket)
+        #expect(throws: WakeUnavailable.self) { try wake.arm(at: Date().addingTimeInterval(3600)) }
+        #expect(helper.server.armed == 0)
+    }
+
     @Test("the helper restarted between two sleeps: the agent connects again and arms; none at all: the reason and the fix")
     func helperGone() throws {
         let socket: String

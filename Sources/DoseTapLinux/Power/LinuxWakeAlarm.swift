@@ -159,10 +159,11 @@ public final class LinuxWakeAlarm: WakeAlarm {
                         s.rtcArmed = false
                     }
                     return .helper(socket: helperSocket)
-                case .refused(let why)?:
+                case .refused(let why)? where why.hasPrefix("the wake-up time"):
                     // The helper is there and said no to this time: that is an arming error, not a missing way.
                     throw WakeArmError(description: "the wake helper refused the wake-up: \(why)")
                 case let failure?:
+                    // Refused for who this is or a limit, gone, or silent: no way through the helper (the RTC next).
                     helperError = Self.helperReason(failure, socket: helperSocket)
                 }
             }
