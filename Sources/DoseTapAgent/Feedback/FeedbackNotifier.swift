@@ -83,6 +83,7 @@ public final class FeedbackNotifier: Notifier, Sendable {
     /// critical whatever the event. The notification's id is remembered with `tag`, for its buttons.
     public func play(_ event: FeedbackEvent, title: String, body: String, buttons: [(key: String, label: String)],
                      session: UUID? = nil, dueAt: Date? = nil, critical: Bool = false, tag: String? = nil) async {
+        let began = clock.now()
         let stored = session.flatMap { id in snapshots.withLock { $0[id] } } ?? (try? settings.loadFeedback()) ?? FeedbackSettings()
         let user = (try? settings.load()) ?? .defaults
         let plan = FeedbackResolver.resolve(event, settings: stored, quiet: user.quietMode,
@@ -92,9 +93,28 @@ public final class FeedbackNotifier: Notifier, Sendable {
             "haptics": "\(plan.haptics?.intensity.rawValue ?? "none")", "muted": "\(plan.muted)",
         ]
         if !plan.warnings.isEmpty { metadata["warnings"] = "\(plan.warnings.joined(separator: "; "))" }
+        let resolved = clock.now()
         logger.log(level: event.bypassesQuiet ? .warning : .notice, "\(title)", metadata: metadata)
         guard plan.chime else { return }
 
+        // The notification is asked for first: on a one-core machine (a Pi Zero, the VM tier's guest) starting the
+        // sound (loading ALSA, opening the device) would otherwise hold the CPU while the request waits (#28).
+        let notifying = clock.now()
+        let notification: Task<Void, Never>? = (user.notificationsEnabled ? devices.desktop : nil).map { desktop in
+            let logger = self.logger
+            return Task { [self] in
+                do {
+                    let id = try await desktop.notify(
+                        title: title, body: body, urgency: event.bypassesQuiet || critical ? .critical : .normal,
+                        soundName: plan.sound.map { $0.name == SoundInfo.builtinBeepName ? "bell" : $0.name },
+                        suppressSound: true, actions: buttons)
+                    if let session { shown.withLock { $0[id] = session } }
+                    if let tag { tagged.withLock { $0[id] = tag } }
+                } catch {
+                    logger.warning("desktop notification failed; the log has it", metadata: ["error": "\(error)"])
+                }
+            }
+        }
         if let pattern = plan.haptics {
             let haptics = devices.haptics
             let logger = self.logger
@@ -113,21 +133,14 @@ public final class FeedbackNotifier: Notifier, Sendable {
                 }
             }
         }
-        if user.notificationsEnabled, let desktop = devices.desktop {
-            do {
-                let id = try await desktop.notify(
-                    title: title, body: body, urgency: event.bypassesQuiet || critical ? .critical : .normal,
-                    soundName: plan.sound.map { $0.name == SoundInfo.builtinBeepName ? "bell" : $0.name },
-                    suppressSound: true, actions: buttons)
-                if let session { shown.withLock { $0[id] = session } }
-                if let tag { tagged.withLock { $0[id] = tag } }
-            } catch {
-                logger.warning("desktop notification failed; the log has it", metadata: ["error": "\(error)"])
-            }
-        }
+        await notification?.value
         if let dueAt {
             let latency = clock.now().timeIntervalSince(dueAt)
-            logger.debug("feedback delivered", metadata: ["event": "\(event.rawValue)", "latencyMs": "\(Int((latency * 1000).rounded()))"])
+            func ms(_ seconds: TimeInterval) -> String { "\(Int((seconds * 1000).rounded()))" }
+            logger.debug("feedback delivered", metadata: [
+                "event": "\(event.rawValue)", "latencyMs": "\(ms(latency))", "startMs": "\(ms(began.timeIntervalSince(dueAt)))",
+                "resolveMs": "\(ms(resolved.timeIntervalSince(began)))", "notifyMs": "\(ms(clock.now().timeIntervalSince(notifying)))",
+            ])
         }
     }
 }
