@@ -155,8 +155,15 @@ public struct AgentStatusFile: Sendable {
 /// Whether the machine can be woken for the alarms, as the command line tells it.
 public enum WakeCheck {
     /// The running agent's finding (see `WakeStatusFile`), else this process's own check; nil when waking works.
-    public static func problem(dataDirectory: URL, own: @autoclosure () -> any WakeAlarm = LinuxWakeAlarm()) -> WakeUnavailable? {
-        let capability = WakeStatusFile(dataDirectory: dataDirectory).readFromRunningAgent() ?? own().capability()
+    /// The agent found the wake helper: it may have stopped since (an admin's `systemctl stop`), so it is asked
+    /// again, and when it does not answer this process's own check decides (the RTC may still do).
+    public static func problem(dataDirectory: URL, own: @autoclosure () -> any WakeAlarm = LinuxWakeAlarm(),
+                               helper: (String) -> any WakeAlarm = { LinuxWakeAlarm(rtcPath: nil, makeTimer: nil, helperSocket: $0) })
+        -> WakeUnavailable? {
+        var capability = WakeStatusFile(dataDirectory: dataDirectory).readFromRunningAgent() ?? own().capability()
+        if case .success(.helper(let socket)) = capability, case .failure = helper(socket).capability() {
+            capability = own().capability()
+        }
         if case .failure(let problem) = capability { return problem }
         return nil
     }

@@ -5,6 +5,7 @@ import DoseTapLinux
 import DoseTapStore
 import DoseTapTesting
 import Foundation
+import Synchronization
 import Logging
 import Testing
 
@@ -184,6 +185,35 @@ struct WakeStatusFileTests {
         #expect(file.readFromRunningAgent() == nil)
         #expect(WakeCheck.problem(dataDirectory: dir, own: FakeWakeAlarm(.failure(Self.problem))) == Self.problem)
         #expect(WakeCheck.problem(dataDirectory: dir, own: FakeWakeAlarm()) == nil)
+    }
+
+    @Test("the agent found the wake helper: the helper is asked again; stopped since, this process's own check decides")
+    func helperAskedAgain() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-wakestatus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let recorder = try WakeStatusFile(dataDirectory: dir).hold()
+        defer { withExtendedLifetime(recorder) {} }
+        let socket = "/run/dosetap-wake.sock"
+        recorder.record(.success(.helper(socket: socket)))
+        let stopped = WakeUnavailable(reason: "the wake helper (\(socket)) is not running", fix: "start it")
+        let asked = Mutex<[String]>([])
+        func helper(_ answer: Result<WakeMethod, WakeUnavailable>) -> (String) -> any WakeAlarm {
+            { path in asked.withLock { $0.append(path) }; return FakeWakeAlarm(answer) }
+        }
+        // The helper still answers: no warning, whatever this process could do alone.
+        #expect(WakeCheck.problem(dataDirectory: dir, own: FakeWakeAlarm(.failure(Self.problem)),
+                                  helper: helper(.success(.helper(socket: socket)))) == nil)
+        #expect(asked.withLock { $0 } == [socket])
+        // Stopped since the agent looked: this process's own check (here: nothing wakes) is the answer.
+        #expect(WakeCheck.problem(dataDirectory: dir, own: FakeWakeAlarm(.failure(stopped)), helper: helper(.failure(stopped))) == stopped)
+        // Stopped, but the RTC is writable for this user: no warning.
+        #expect(WakeCheck.problem(dataDirectory: dir, own: FakeWakeAlarm(.success(.rtc(path: "/sys/class/rtc/rtc0/wakealarm"))),
+                                  helper: helper(.failure(stopped))) == nil)
+        // Another method the agent found is not asked again.
+        recorder.record(.success(.alarmTimer))
+        #expect(WakeCheck.problem(dataDirectory: dir, own: FakeWakeAlarm(.failure(Self.problem)), helper: helper(.failure(stopped))) == nil)
+        #expect(asked.withLock { $0.count } == 3)
     }
 
     @Test("a record that is not what the agent writes counts as none", arguments: [
