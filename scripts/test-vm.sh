@@ -1,63 +1,82 @@
 #!/usr/bin/env bash
 # The real-machine tier of make test (#28): the release .deb installed with dpkg in a Debian bookworm guest under
 # qemu (scripts/vm.sh: TCG, -machine pc, cached image), used as shipped by a lingering user, and the guest really
-# suspended and woken. Each test is a guest script in hw-fixtures/vm/tests/ run as root; the host watches the
-# guest over QMP.
+# suspended and woken. Each test is a guest script in hw-fixtures/vm/tests/ run as root; tests joined with a comma
+# run one after the other in one boot (a boot costs 25-75 s). The host follows each run's output and acts on what
+# the guest asks of it over QMP (hw-fixtures/vm/vmhost.py watch): "self-wake" (the guest must be seen suspended,
+# then running again with no system_wakeup sent) or "wake-at" (it must stay suspended until then; the host wakes it).
 #
-#   scripts/test-vm.sh [--deb FILE] [TEST...]     TEST: wake, dose (default: both); one test: scripts/test-vm.sh dose
+#   scripts/test-vm.sh [--deb FILE] [TESTS...]   TESTS: e.g. dose, or devices,wake (default: devices,wake,dose and
+#                                                missed,purge: two boots)
 #
-# wake: dpkg -i enables the wake helper's socket; systemctl --user enable --now dosetap; an alarm 2 minutes out
-#       (alarm add says nothing about sleeping through); logind suspends the guest; the agent arms the wake-up
-#       through the helper; QMP shows the guest "suspended", then "running" again without the host waking it; the
-#       alarm rings within a second of its minute, its notification on the session bus; alarm stop ends it.
-# dose: Dose 1 taken 163 minutes ago (the guest's clock set back for it); logind suspends the guest; it wakes by
-#       itself for the Dose 2 reminder, shown within a second of its time; Dose 2 taken ends the reminders.
+# wake:    dpkg -i enables the wake helper's socket; systemctl --user enable --now dosetap; an alarm 2 minutes out
+#          (alarm add says nothing about sleeping through); logind suspends the guest; the agent arms the wake-up
+#          through the helper; the guest wakes by itself; the alarm rings within a second of its minute, its
+#          notification on the session bus and its vibration on a uinput FF_RUMBLE motor; alarm stop ends it.
+# devices: the udev rules applied by the real udevd (the RTC rule grants the dosetap group the wake alarm; the
+#          vibra rule leaves a motor of no known driver untagged); feedback preview at light, medium and strong
+#          uploads and plays the effects the uinput motor sees, before and after a suspend.
+# dose:    Dose 1 taken 163 minutes ago; logind suspends the guest; it wakes by itself for the Dose 2 reminder,
+#          shown within a second of its time; Dose 2 taken ends the reminders.
+# missed:  the wake helper stopped: alarm add and the agent (before the suspend) say the machine may sleep through;
+#          suspended across the alarm, the guest stays asleep until the host wakes it; the alarm, missed by under
+#          10 minutes, rings at once.
+# purge:   systemd-analyze security --user dosetap at or below its exposure; apt purge leaves nothing behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deb=dist/dosetap_$(tr -d ' \n' < VERSION)_amd64.deb
-tests=()
+runs=()
 while (($#)); do
   case $1 in
     --deb) deb=$2; shift 2 ;;
     -*) echo "test-vm: unknown option $1" >&2; exit 64 ;;
-    *) tests+=("$1"); shift ;;
+    *) runs+=("$1"); shift ;;
   esac
 done
-((${#tests[@]})) || tests=(wake dose)
+((${#runs[@]})) || runs=(devices,wake,dose missed,purge)
 [[ -f $deb ]] || { echo "test-vm: no package at $deb (make deb)" >&2; exit 1; }
+for run in "${runs[@]}"; do
+  IFS=, read -ra tests <<<"$run"
+  for test in "${tests[@]}"; do
+    [[ -f hw-fixtures/vm/tests/$test.sh ]] || { echo "test-vm: no test hw-fixtures/vm/tests/$test.sh" >&2; exit 64; }
+  done
+done
 
 scripts/vm.sh image >/dev/null
 work=$(mktemp -d "${TMPDIR:-/tmp}/dosetap-test-vm.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failed=0
-for test in "${tests[@]}"; do
-  script=hw-fixtures/vm/tests/$test.sh
-  [[ -f $script ]] || { echo "test-vm: no test $script" >&2; exit 64; }
-  qmp=$work/$test.qmp
+for run in "${runs[@]}"; do
+  IFS=, read -ra tests <<<"$run"
+  name=${run//,/-}
+  qmp=$work/$name.qmp
+  out=$work/$name.out
   start=$SECONDS
-  scripts/vm.sh run --deb "$deb" --payload hw-fixtures/vm/tests --qmp "$qmp" --timeout 900 -v -- bash "/opt/payload/$test.sh" \
-    > "$work/$test.out" 2>&1 &
+  command="set -e"
+  for test in "${tests[@]}"; do command+="; echo 'vm-test: --- $test'; bash /opt/payload/$test.sh"; done
+  scripts/vm.sh run --deb "$deb" --payload hw-fixtures/vm/tests --qmp "$qmp" --timeout 1500 -v -- bash -c "$command" \
+    > "$out" 2>&1 &
   vm=$!
-  # The host's view: the guest suspended, then running again by itself (nobody here sends system_wakeup).
-  suspended=no resumed=no
-  if [[ $test == wake || $test == dose ]]; then
-    for _ in $(seq 600); do [[ -S $qmp ]] && break; kill -0 "$vm" 2>/dev/null || break; sleep 0.1; done
-    if scripts/vm.sh wait-status "$qmp" suspended 600 > /dev/null 2>&1; then
-      suspended=yes
-      at=$SECONDS
-      scripts/vm.sh wait-status "$qmp" running 300 > /dev/null 2>&1 && resumed=yes
-      slept=$((SECONDS - at))
-    fi
-  fi
+  python3 hw-fixtures/vm/vmhost.py watch "$out" "$qmp" 1600 > "$work/$name.watch" 2>&1 &
+  watcher=$!
   rc=0
   wait "$vm" || rc=$?
-  cat "$work/$test.out"
-  if [[ ($test == wake || $test == dose) && ($suspended != yes || $resumed != yes) ]]; then
-    echo "test-vm: FAIL: $test: QMP saw suspended=$suspended, running again=$resumed"
+  # The watcher exits at the run's last line; one still waiting for the guest has nothing more to see.
+  for _ in $(seq 50); do kill -0 "$watcher" 2>/dev/null || break; sleep 0.2; done
+  kill "$watcher" 2>/dev/null || true
+  watched=0
+  wait "$watcher" || watched=$?
+  cat "$out" "$work/$name.watch"
+  if ((watched != 0)); then
+    echo "test-vm: FAIL: $name: the host's view (above) failed (exit $watched)"
     rc=1
-  elif [[ $test == wake || $test == dose ]]; then
-    echo "test-vm: ok: the host saw the guest suspended for ${slept} s and running again without a system_wakeup"
   fi
-  if ((rc == 0)); then echo "test-vm: ok: $test ($((SECONDS - start)) s)"; else echo "test-vm: FAIL: $test (exit $rc, $((SECONDS - start)) s)"; failed=1; fi
+  requested=$(grep -c '^vm-host: ' "$out" || true)
+  seen=$(grep -c '^watch: ok: ' "$work/$name.watch" || true)
+  if ((rc == 0 && requested != seen)); then
+    echo "test-vm: FAIL: $name: the guest asked the host $requested time(s), the host confirmed $seen"
+    rc=1
+  fi
+  if ((rc == 0)); then echo "test-vm: ok: $name ($((SECONDS - start)) s)"; else echo "test-vm: FAIL: $name (exit $rc, $((SECONDS - start)) s)"; failed=1; fi
 done
 exit $failed

@@ -200,8 +200,109 @@ def wait_status(args):
         time.sleep(0.1)
 
 
+def watch(args):
+    """Follows a run's output file (argv[0]) and acts on the guest's requests to the host, over QMP (argv[1]):
+       vm-host: self-wake NAME        the guest is about to be suspended and must wake by itself: QMP must show
+                                      "suspended", then "running" again, with no system_wakeup sent;
+       vm-host: wake-at NAME EPOCH    the guest is about to be suspended and cannot wake itself: QMP must show
+                                      "suspended" until EPOCH (host clock), then the host sends system_wakeup.
+    Prints one line per request ("watch: ok: …" or "watch: FAIL: …") and exits, when the run's output says it
+    ended (or after argv[2] seconds, default 1800), with the number of failures."""
+    path, sock = args[0], args[1]
+    limit = float(args[2]) if len(args) > 2 else 1800
+    end = time.monotonic() + limit
+    failures = 0
+    q = None
+
+    def status():
+        nonlocal q
+        if q is None:
+            q = QMP(sock, 60)
+        return q.cmd({"execute": "query-status"})["return"]["status"]
+
+    def until(want, seconds):
+        deadline = time.monotonic() + seconds
+        while True:
+            s = status()
+            if s == want:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+
+    def report(ok, text):
+        nonlocal failures
+        failures += 0 if ok else 1
+        print(f"watch: {'ok' if ok else 'FAIL'}: {text}", flush=True)
+
+    offset = 0
+    pending = b""
+    while time.monotonic() < end:
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            chunk = b""
+        offset += len(chunk)
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            line = raw.decode(errors="replace")
+            if line.startswith("vm: ") and " total " in line:
+                sys.exit(failures)
+            if not line.startswith("vm-host: "):
+                continue
+            words = line.split()
+            try:
+                if words[1] == "self-wake":
+                    name = words[2]
+                    if not until("suspended", 600):
+                        report(False, f"{name}: the guest was never suspended (QMP)")
+                        continue
+                    at = time.monotonic()
+                    if until("running", 400):
+                        report(True, f"{name}: the host saw the guest suspended for {time.monotonic() - at:.0f} s and "
+                                     "running again without a system_wakeup")
+                    else:
+                        report(False, f"{name}: the guest did not wake by itself within 400 s")
+                elif words[1] == "wake-at":
+                    name, when = words[2], float(words[3])
+                    if not until("suspended", 600):
+                        report(False, f"{name}: the guest was never suspended (QMP)")
+                        continue
+                    at = time.monotonic()
+                    woke = None
+                    while time.time() < when:
+                        s = status()
+                        if s != "suspended":
+                            woke = s
+                            break
+                        time.sleep(0.5)
+                    if woke is not None:
+                        report(False, f"{name}: the guest was {woke!r} again {time.monotonic() - at:.0f} s into a suspend "
+                                      "it could not wake from")
+                        continue
+                    q.cmd({"execute": "system_wakeup"})
+                    if until("running", 60):
+                        report(True, f"{name}: the guest stayed suspended for {time.monotonic() - at:.0f} s, until the "
+                                     "host's system_wakeup")
+                    else:
+                        report(False, f"{name}: the guest did not run after system_wakeup")
+                else:
+                    report(False, f"an unknown request from the guest: {line}")
+            except (IndexError, ValueError):
+                report(False, f"a malformed request from the guest: {line}")
+            except (OSError, ConnectionError, json.JSONDecodeError) as e:
+                report(False, f"QMP: {e} (during: {line})")
+                q = None
+        time.sleep(0.2)
+    report(False, f"the run did not end within {limit:.0f} s")
+    sys.exit(failures)
+
+
 if __name__ == "__main__":
-    cmds = {"boot": boot, "qmp": qmp, "wait-status": wait_status}
+    cmds = {"boot": boot, "qmp": qmp, "wait-status": wait_status, "watch": watch}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](sys.argv[2:])

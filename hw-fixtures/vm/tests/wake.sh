@@ -8,7 +8,8 @@
 #      sees PrepareForSleep(true), arms the wake-up through the helper, releases the lock; the guest sleeps
 #      (the host sees QMP "suspended") and wakes by itself;
 #   5. the alarm rings on the real clock within a second of its minute, its notification shown on the session
-#      bus, and dosetap alarm stop ends it.
+#      bus and its vibration (strong, the alarm's own) on the uinput motor, and dosetap alarm stop ends it;
+#   6. after the suspend, feedback preview at the three intensities still reaches the motor.
 # Each step prints "vm-test: ok: …" or fails with "vm-test: FAIL: …" and the agent's and the helper's journal.
 set -euo pipefail
 cd /opt/payload
@@ -20,16 +21,17 @@ web_socket() { [[ -S /run/user/1000/dosetap/web.sock ]]; }
 until_true 30 web_socket || fail "the dashboard's Unix socket is missing (/run/user/1000/dosetap/web.sock)"
 ok "the dashboard listens on /run/user/1000/dosetap/web.sock"
 
-# 3. An alarm at the first minute at least 100 s away.
-due=$(( ($(date +%s) + 100 + 59) / 60 * 60 ))
+# 3. An alarm at the first minute at least 70 s away (the wake-up is armed 30 s before it).
+due=$(( ($(date +%s) + 70 + 59) / 60 * 60 ))
 at=$(date -d "@$due" +%H:%M)
-added=$(as_tester dosetap alarm add "$at" --label "VM wake" 2>&1) || fail "dosetap alarm add: $added"
+added=$(as_tester dosetap alarm add "$at" --label "VM wake" --haptics strong 2>&1) || fail "dosetap alarm add: $added"
 echo "$added"
 [[ $added != *"may sleep through"* ]] || fail "alarm add says the machine may sleep through the alarm"
 ok "alarm add $at says nothing about sleeping through"
 
 # 4. logind suspends the machine; the RTC wakes it.
-suspend_and_wake
+motor_before=$(motor_lines)
+suspend_and_wake wake
 
 # 5. The ring: started within a second of its minute (the row's started_at against due_at), the notification shown.
 db=/home/tester/.local/share/dosetap/dosetap.sqlite
@@ -49,8 +51,18 @@ ok "the alarm rang ${late} s after $at (due $due_at, started $started_at)"
 until_true 20 grep -q '"summary"' /tmp/notifications.log || fail "no notification was shown"
 ok "its notification: $(grep '"summary"' /tmp/notifications.log | head -1)"
 
+vibrated() { motor_since "$motor_before" | jq -e -s '[.[] | select(.play != null and .value == 1)] | length >= 3' > /dev/null; }
+until_true 30 vibrated || fail "the ringing alarm did not vibrate the motor: $(motor_since "$motor_before" | head -5)"
+strong=$(motor_since "$motor_before" | jq -s -c '[.[] | select(.upload != null) | .strong] | unique')
+[[ $strong == "[65535]" ]] || fail "the ringing alarm's effects were not strong (0xFFFF): $strong"
+ok "the ringing alarm vibrates the motor: $(motor_since "$motor_before" | jq -s -c '{uploads: [.[] | select(.upload != null)] | length, plays: [.[] | select(.play != null and .value == 1)] | length, magnitude: '"$strong"'}')"
+
 stopped=$(as_tester dosetap alarm stop 2>&1) || fail "dosetap alarm stop: $stopped"
 until_true 20 said 'alarm ring ended' \
   || fail "the ring did not end after alarm stop"
 read -r _ _ outcome < <(ring)
 ok "dosetap alarm stop: $stopped; the ring ended ($outcome)"
+
+# 6. The motor after the suspend (the ring's last effect erased first).
+sleep 1
+preview_intensities "after a suspend"
