@@ -53,6 +53,8 @@ suspend_and_wake() {
   local before resumes
   before=$(date +%s)
   resumes=$(agent_log | grep -c 'resumed from suspend' || true)
+  dosetap_lock() { systemd-inhibit --list --no-pager 2>/dev/null | grep -E '^ *DoseTap +1000 .* sleep .* delay *$'; }
+  dosetap_lock > /dev/null || fail "the agent holds no delay lock on sleep: $(systemd-inhibit --list --no-pager 2>&1)"
   echo "vm-host: self-wake $1"
   systemctl suspend || fail "systemctl suspend"
   resumed() { (( $(agent_log | grep -c 'resumed from suspend' || true) > resumes )); }
@@ -61,10 +63,15 @@ suspend_and_wake() {
     || fail "the agent did not arm the wake-up through the helper"
   journalctl -q --no-pager -u dosetap-wake.service --since "@$before" | grep -q "user 1000: wake-up armed for" \
     || fail "the helper did not arm it"
+  # The lock was released once the wake-up was armed: logind did not have to wait out InhibitDelayMaxSec.
+  if journalctl -q --no-pager -u systemd-logind --since "@$before" | grep -q 'inhibitor timeout is reached'; then
+    fail "logind waited out the agent's delay lock (never released)"
+  fi
+  until_true 30 dosetap_lock > /dev/null || fail "the agent did not take its delay lock again after the resume"
   local entry
   entry=$(dmesg | grep -o 'PM: suspend entry (.*)' | tail -1)
   [[ $entry == "PM: suspend entry (deep)" ]] || fail "the kernel did not enter deep suspend: ${entry:-no suspend entry in dmesg}"
-  ok "suspended by logind at $(date -d "@$before" +%T); the wake-up armed through the helper; resumed at $(date +%T)"
+  ok "suspended by logind at $(date -d "@$before" +%T) (the agent's delay lock held before, released once the wake-up was armed, taken again after); the wake-up armed through the helper; resumed at $(date +%T)"
 }
 
 # `dosetap feedback preview dose-recorded` at light, medium and strong: each uploads one FF_RUMBLE effect of its
