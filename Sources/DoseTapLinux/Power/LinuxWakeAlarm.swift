@@ -159,7 +159,7 @@ public final class LinuxWakeAlarm: WakeAlarm {
                         s.rtcArmed = false
                     }
                     return .helper(socket: helperSocket)
-                case .refused(let why)? where why.hasPrefix("the wake-up time"):
+                case .refused(let why)? where WakeHelper.RequestError.isAboutTime(why):
                     // The helper is there and said no to this time: that is an arming error, not a missing way.
                     throw WakeArmError(description: "the wake helper refused the wake-up: \(why)")
                 case let failure?:

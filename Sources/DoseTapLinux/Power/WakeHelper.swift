@@ -66,6 +66,12 @@ public enum WakeHelper {
             case .tooLong: "the request is longer than \(WakeHelper.maxLine) bytes"
             }
         }
+
+        /// Whether a refusal the helper sent (`ERR <reason>`) is about the time asked for — an arming error for
+        /// the client — rather than about who asks or a limit (then the helper is no way to wake for it).
+        public static func isAboutTime(_ reason: String) -> Bool {
+            [RequestError.badTime, .passed, .tooFar].contains { $0.description == reason }
+        }
     }
 
     /// Whether the user `uid` may use the helper: nil when it may, else why not (one line).
