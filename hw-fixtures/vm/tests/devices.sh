@@ -27,7 +27,9 @@ if setpriv --reuid=1000 --regid=1000 --clear-groups sh -c "echo 0 > $rtc" 2>/dev
   fail "a user outside dosetap can write $rtc"
 fi
 ok "the RTC rule (real udevd): $rtc is group dosetap, 0664; a member can arm it, others cannot"
-vibra=$(udevadm info --query=property --name="$motor" | grep '^DOSETAP_VIBRA=' || true)
+props=$(udevadm info --query=property --name="$motor") || fail "udevadm info $motor: $props"
+grep -q '^ID_INPUT=1$' <<<"$props" || fail "udevd has not processed $motor: $props"
+vibra=$(grep '^DOSETAP_VIBRA=' <<<"$props" || true)
 [[ -z $vibra ]] || fail "the vibra rule tagged the uinput motor (no vibra driver): $vibra"
 ok "the vibra rule (real udevd) leaves $motor, driven by no known vibra driver, untagged"
 
