@@ -7,7 +7,8 @@
 #      the Pi UPS's capacity-only battery among them, config errors) with DOSETAP_BIN naming the arm64 binary
 #      under qemu-user: faketime and umockdev's preloads are their arm64 builds, inside the emulated process;
 #   3. the package: lintian, Depends computed for arm64, dpkg -i into an arm64 root whose database lists trixie's
-#      arm64 libraries (a missing one refuses it), `--version` and `feedback preview alarm` run there, purge.
+#      arm64 libraries (a missing one refuses it), `--version` and `feedback preview alarm` run there, purge;
+#   4. the package booted: an arm64 Debian guest (scripts/test-vm.sh --arch arm64: the pi test).
 # Usage: scripts/test-arm64.sh [--no-build]   (the test runner must be built: scripts/run-tests.sh builds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,4 +59,11 @@ pass "end-to-end on arm64: $(grep -E '^✔ Test run with' .build-arm64/e2e.log)"
 
 # 3. The package.
 scripts/test-deb.sh --arch arm64 "$deb"
+
+# 4. The package on an arm64 machine: a Debian trixie arm64 guest under qemu-system-aarch64 (virt, TCG; the VM tier's
+#    scripts/vm.sh), dpkg -i, the agent as a lingering user starts it, the vibra rule and feedback preview on a
+#    gpio-vibrator motor in the guest's device tree (hw-fixtures/vm/tests/pi.sh).
+s4=$SECONDS
+scripts/test-vm.sh --arch arm64 --deb "$deb" || fail "the arm64 guest (above)"
+pass "the arm64 guest ($((SECONDS - s4)) s)"
 echo "test-arm64: done in $((SECONDS - start)) s"

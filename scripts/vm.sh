@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The real-machine test tier: a Debian bookworm amd64 guest under qemu-system-x86_64 (TCG), made from Debian's
 # packages and cached, into which a .deb is installed and test commands run as root, S3 suspend included.
+# With VM_ARCH=arm64: a Debian trixie arm64 guest under qemu-system-aarch64 (-machine virt -cpu cortex-a72, TCG),
+# for the Raspberry Pi's package (#31); no suspend (qemu's virt has no S3).
 #
 #   scripts/vm.sh image            make the guest image if the cache has none (root or sudo: debootstrap, chroot,
 #                                  mkfs); prints its directory
@@ -13,6 +15,8 @@
 #                                  (qemu ended early, or no poweroff within 180 s); a timeout or a VM failure
 #                                  prints one "vm: " line, the guest console's last lines, and keeps that log.
 #                                  --qmp SOCK: a QMP socket for the host side of a test. -v: a timing line.
+#                                  --host-clock FILE: the guest's RTC runs FILE's offset ("+0", "+660": seconds)
+#                                  ahead of the host's clock (libfaketime under qemu; the host may change it).
 #   scripts/vm.sh qmp SOCK JSON... one QMP session on a running guest's socket (from run --qmp), each reply on a
 #                                  line, e.g. '{"execute":"query-status"}' (status "suspended" during S3),
 #                                  '{"execute":"system_wakeup"}'
@@ -28,7 +32,13 @@
 # DOSETAP_VM_DEBS (the .debs, in /opt/debs). Shell syntax needs `-- sh -c '...'`. The guest has no network: what
 # the package under test loads must be in RUNTIME_PACKAGES below. Knobs: VM_MEM (MiB, 1024), VM_SMP (2, see
 # below), VM_APPEND (more kernel arguments), VM_QEMU_EXTRA (more qemu arguments, split on spaces), VM_KEEP=1
-# (keep the run's temp directory: console.log, report), DEBIAN_MIRROR.
+# (keep the run's temp directory: console.log, report), DEBIAN_MIRROR, VM_ARCH (amd64, arm64), VM_DT_EXTRA (arm64:
+# a device-tree fragment added to the machine's tree, its PL061_PHANDLE the GPIO controller's phandle).
+#
+# arm64 (measured here, 2 cores): the image is made by running the guest's programs under qemu-user (a binfmt_misc
+# entry with the F flag, registered for the build and removed after it; root), 630 s cold (debootstrap + apt under
+# emulation ~580 s, first boot ~47 s; the kernel's initramfs hook alone takes minutes emulated). A run: command
+# started at ~60 s, poweroff ~6 s. The report channel is a virtio serial port (virt has one UART: the console).
 #
 # The cache: ${XDG_CACHE_HOME:-~/.cache}/dosetap/vm-bookworm-KEY/ (DOSETAP_CACHE replaces .../dosetap), KEY a
 # short sha256 of LAYOUT, the mirror, the package lists and the files baked into the image
@@ -65,24 +75,42 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 helpers=$repo/hw-fixtures/vm
 
-SUITE=bookworm
+VM_ARCH=${VM_ARCH:-amd64}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-${MIRROR%/debian}/debian-security}
+COMMON_CMDLINE="root=/dev/vda rw rootfstype=ext4 panic=-1 net.ifnames=0 mitigations=off"
+case $VM_ARCH in
+  amd64)
+    SUITE=bookworm
+    ALSA_PACKAGE=libasound2
+    QEMU_PACKAGE="qemu-system-x86"
+    KERNEL_CMDLINE="$COMMON_CMDLINE console=ttyS0,115200 mem_sleep_default=deep"
+    ;;
+  arm64)
+    # The arm64 build needs glibc 2.38 (scripts/cross-arm64.sh): trixie, as on the trixie-based Raspberry Pi OS.
+    SUITE=trixie
+    ALSA_PACKAGE=libasound2t64   # trixie's name
+    QEMU_PACKAGE="qemu-system-arm"
+    KERNEL_CMDLINE="$COMMON_CMDLINE console=ttyAMA0,115200"
+    ;;
+  *) echo "vm: VM_ARCH is amd64 or arm64, not $VM_ARCH" >&2; exit 2 ;;
+esac
 # The guest's system.
-GUEST_PACKAGES=(systemd systemd-sysv udev dbus dbus-user-session libpam-systemd polkitd linux-image-amd64 kmod
+GUEST_PACKAGES=(systemd systemd-sysv udev dbus dbus-user-session libpam-systemd polkitd "linux-image-$VM_ARCH" kmod
   procps util-linux python3 python3-dbus python3-gi jq)
 # What the package under test loads (its Depends and its dlopen list, packaging/debian): the guest cannot fetch.
-RUNTIME_PACKAGES=(libc6 libdbus-1-3 libgcc-s1 libsqlite3-0 libstdc++6 libudev1 zlib1g libasound2 libmosquitto1)
+RUNTIME_PACKAGES=(libc6 libdbus-1-3 libgcc-s1 libsqlite3-0 libstdc++6 libudev1 zlib1g "$ALSA_PACKAGE" libmosquitto1)
 IMAGE_SIZE=3G
 LAYOUT=1   # raise when what build_image() makes changes
 VM_MEM=${VM_MEM:-1024}
 VM_SMP=${VM_SMP:-2}
-KERNEL_CMDLINE="root=/dev/vda rw rootfstype=ext4 console=ttyS0,115200 mem_sleep_default=deep panic=-1 net.ifnames=0 mitigations=off"
 
 cache_root=${DOSETAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dosetap}
-key=$({ echo "$LAYOUT $SUITE $MIRROR $SECURITY_MIRROR ${GUEST_PACKAGES[*]} ${RUNTIME_PACKAGES[*]} $IMAGE_SIZE"
+key=$({ echo "$LAYOUT ${VM_ARCH/#amd64/}$SUITE $MIRROR $SECURITY_MIRROR ${GUEST_PACKAGES[*]} ${RUNTIME_PACKAGES[*]} $IMAGE_SIZE"
   (cd "$helpers/image" && find . -type f | LC_ALL=C sort | xargs sha256sum); } | sha256sum | cut -c1-12)
-dir=$cache_root/vm-$SUITE-$key
+# vm-bookworm-KEY (amd64), vm-trixie-arm64-KEY.
+flavour=$SUITE; [[ $VM_ARCH == amd64 ]] || flavour+=-$VM_ARCH
+dir=$cache_root/vm-$flavour-$key
 
 die() { echo "vm: $*" >&2; exit 1; }
 # Temp directories to remove at exit (as root: the image build's holds root's files).
@@ -94,7 +122,7 @@ as_root() {
 }
 host_deps() {
   local missing=() p
-  for p in qemu-system-x86 qemu-utils "$@"; do
+  for p in "$QEMU_PACKAGE" qemu-utils "$@"; do
     [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == "install ok installed" ]] || missing+=("$p")
   done
   command -v python3 >/dev/null || missing+=(python3)
@@ -113,6 +141,23 @@ in_root() {
       DEBIAN_FRONTEND=noninteractive "$@"' sh "$1" "${@:2}"
 }
 
+# An arm64 image is made on this amd64 host by running its programs (the packages' maintainer scripts, apt, dpkg)
+# under qemu-user: a binfmt_misc entry for arm64 ELF files with the F flag (the interpreter is opened once, here, so
+# it works inside the chroot), registered for the build and removed at exit. It needs root and a writable
+# /proc/sys/fs/binfmt_misc; without them the build stops and says so.
+foreign_binaries() {
+  host_deps qemu-user-static
+  local misc=/proc/sys/fs/binfmt_misc entry=dosetap-vm-aarch64 conf=/usr/lib/binfmt.d/qemu-aarch64.conf
+  [[ -e $misc/$entry ]] && return 0
+  [[ -w $misc/register ]] || as_root mount -t binfmt_misc binfmt_misc "$misc" 2>/dev/null || true
+  [[ -f $conf ]] || die "no $conf (qemu-user-static): cannot run arm64 programs to make the arm64 image"
+  # qemu-user-static's own magic and mask; our name, its static interpreter, flag F.
+  sed -E "s|^:qemu-aarch64:|:$entry:|; s|:[^:]*:[A-Z]*\$|:/usr/bin/qemu-aarch64-static:F|" "$conf" \
+    | as_root tee "$misc/register" >/dev/null \
+    || die "cannot register arm64 programs with binfmt_misc ($misc/register): the arm64 image needs it (root)"
+  trap '((${#cleanup[@]} == 0)) || as_root rm -rf "${cleanup[@]}"; [[ ! -e '"$misc/$entry"' ]] || echo -1 | as_root tee '"$misc/$entry"' >/dev/null' EXIT
+}
+
 build_image() {
   host_deps debootstrap e2fsprogs
   mkdir -p "$cache_root"
@@ -123,7 +168,8 @@ build_image() {
   log=$tmp/build.log
   echo "vm: building the $SUITE guest image in $dir (once; a few minutes; log $log)" >&2
 
-  as_root debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >"$log" 2>&1 \
+  [[ $VM_ARCH == amd64 ]] || foreign_binaries
+  as_root debootstrap --arch="$VM_ARCH" --variant=minbase "$SUITE" "$root" "$MIRROR" >"$log" 2>&1 \
     || { tail -20 "$log" >&2; die "debootstrap $SUITE from $MIRROR failed"; }
   as_root tee "$root/etc/apt/sources.list" >/dev/null <<EOF
 deb $MIRROR $SUITE main
@@ -152,7 +198,7 @@ EOF
   as_root mkdir -p "$root/var/lib/systemd/linger"
   as_root touch "$root/var/lib/systemd/linger/tester"
   in_root "$root" systemctl mask --quiet getty@tty1.service serial-getty@ttyS0.service \
-    serial-getty@ttyS1.service console-getty.service systemd-networkd-wait-online.service \
+    serial-getty@ttyS1.service serial-getty@ttyAMA0.service console-getty.service systemd-networkd-wait-online.service \
     apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer man-db.timer \
     dpkg-db-backup.timer systemd-tmpfiles-clean.timer
   in_root "$root" systemctl enable --quiet dosetap-vm.service
@@ -180,6 +226,8 @@ EOF
     || die "the new image's first boot failed (above)"
   echo "LAYOUT=$LAYOUT built=${built}s first_boot=$((SECONDS - boot_start))s date=$(date -u +%FT%TZ)" >"$tmp/build-info"
   mv -T "$tmp" "$dir" 2>/dev/null || { [[ -f $dir/rootfs.raw ]] || die "could not rename $tmp to $dir"; }
+  # Earlier images of this flavour (another definition) are no longer used: 0.8-1 GB each.
+  find "$cache_root" -maxdepth 1 -name "vm-$flavour-*" ! -path "$dir" ! -name '*.tmp.*' -exec rm -rf {} +
   echo "vm: image ready in $((SECONDS - start)) s (build ${built} s, first boot $((SECONDS - boot_start)) s)" >&2
 }
 
@@ -190,13 +238,14 @@ ensure_image() {
 
 # run_vm [options] -- COMMAND...: boots $image_dir (default: the cache); first_boot=1 writes to its rootfs.raw.
 run_vm() {
-  local debs=() payload='' timeout=600 qmp='' verbose=()
+  local debs=() payload='' timeout=600 qmp='' host_clock='' verbose=()
   while (($#)); do
     case $1 in
       --deb) [[ -f ${2:-} ]] || die "--deb: no file ${2:-}"; debs+=("$(realpath "$2")"); shift 2 ;;
       --payload) [[ -d ${2:-} ]] || die "--payload: no directory ${2:-}"; payload=$(realpath "$2"); shift 2 ;;
       --timeout) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--timeout needs seconds"; timeout=$2; shift 2 ;;
       --qmp) [[ -n ${2:-} ]] || die "--qmp needs a socket path"; qmp=$2; shift 2 ;;
+      --host-clock) [[ -n ${2:-} ]] || die "--host-clock needs a file"; host_clock=$(realpath "$2"); shift 2 ;;
       -v) verbose=(-v); shift ;;
       --) shift; break ;;
       *) die "run: unknown option $1 (the command comes after --)" ;;
@@ -219,19 +268,55 @@ run_vm() {
     qemu-img create -q -f qcow2 -F raw -b "$img/rootfs.raw" "$work/overlay.qcow2"
     drive="file=$work/overlay.qcow2,format=qcow2"
   fi
+  local machine report
   # shellcheck disable=SC2054 # the commas are qemu's
-  local qemu=(qemu-system-x86_64 -machine pc -accel tcg -m "$VM_MEM" -smp "$VM_SMP" -nodefaults -no-user-config
+  case $VM_ARCH in
+    amd64)
+      machine=(qemu-system-x86_64 -machine pc)
+      report=(-chardev "file,id=report,path=$work/report" -serial chardev:report) ;;
+    arm64)
+      # cortex-a72 (a Pi 4's core), not "max": pointer authentication's QARMA is slow under TCG.
+      machine=(qemu-system-aarch64 -machine virt -cpu cortex-a72)
+      report=(-device virtio-serial-pci -chardev "file,id=report,path=$work/report"
+        -device virtserialport,chardev=report,name=dosetap.report) ;;
+  esac
+  # shellcheck disable=SC2054 # the commas are qemu's
+  local qemu=("${machine[@]}" -accel tcg -m "$VM_MEM" -smp "$VM_SMP" -nodefaults -no-user-config
     -display none -no-reboot -rtc base=utc
     -kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$KERNEL_CMDLINE${VM_APPEND:+ $VM_APPEND}"
     -drive "if=none,id=root,$drive" -device virtio-blk-pci,drive=root
     -drive "if=none,id=payload,file=$work/payload.tar,format=raw,readonly=on"
     -device virtio-blk-pci,drive=payload,serial=dosetap-payload
     -object rng-random,id=rng,filename=/dev/urandom -device virtio-rng-pci,rng=rng
-    -chardev "file,id=console,path=$work/console.log" -serial chardev:console
-    -chardev "file,id=report,path=$work/report" -serial chardev:report)
+    -chardev "file,id=console,path=$work/console.log" -serial chardev:console "${report[@]}")
+  if [[ -n ${VM_DT_EXTRA:-} ]]; then
+    # arm64: nodes added to the machine's own device tree (a motor on the PL061 GPIO, say). The tree qemu would
+    # make for these very options, decompiled; the fragment's PL061_PHANDLE names the PL061's phandle.
+    [[ $VM_ARCH == arm64 ]] || die "VM_DT_EXTRA: only the arm64 guest takes a device tree"
+    [[ -f $VM_DT_EXTRA ]] || die "VM_DT_EXTRA: no file $VM_DT_EXTRA"
+    command -v dtc >/dev/null || host_deps device-tree-compiler
+    local q=("${qemu[@]}"); q[2]=virt,dumpdtb=$work/machine.dtb
+    "${q[@]}" >/dev/null 2>&1 || die "qemu could not write the machine's device tree"
+    local phandle
+    phandle=$(dtc -q -I dtb -O dts "$work/machine.dtb" | awk '/pl061@/ {p=1} p && /phandle =/ {gsub(/[<>;]/, ""); print $3; exit}')
+    [[ -n $phandle ]] || die "the machine's device tree has no PL061 GPIO controller"
+    { dtc -q -I dtb -O dts "$work/machine.dtb"; sed "s/PL061_PHANDLE/$phandle/g" "$VM_DT_EXTRA"; } \
+      | dtc -q -I dts -O dtb -o "$work/machine+extra.dtb" - || die "dtc could not add $VM_DT_EXTRA to the tree"
+    qemu+=(-dtb "$work/machine+extra.dtb")
+  fi
   if [[ -n $qmp ]]; then rm -f "$qmp"; qemu+=(-qmp "unix:$qmp,server=on,wait=off"); fi
   # shellcheck disable=SC2206
   qemu+=(${VM_QEMU_EXTRA:-})
+  if [[ -n $host_clock ]]; then
+    # The guest's RTC reads the host's clock (-rtc base=utc): qemu runs under libfaketime reading its offset from
+    # FILE ("+0"; the host writes "+660" there while the guest is suspended, and the guest's kernel, reading the
+    # RTC at resume, has slept 11 minutes more). Only the wall clock: qemu's timers run on the monotonic one.
+    local faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+    [[ -f $faketime_lib ]] || host_deps libfaketime
+    [[ -s $host_clock ]] || echo "+0" > "$host_clock"
+    qemu=(env LD_PRELOAD="$faketime_lib" FAKETIME_TIMESTAMP_FILE="$host_clock" FAKETIME_CACHE_DURATION=1
+      FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_RESET=1 "${qemu[@]}")
+  fi
   local rc=0
   python3 "$helpers/vmhost.py" boot --report "$work/report" --console "$work/console.log" --timeout "$timeout" \
     "${verbose[@]}" -- "${qemu[@]}" || rc=$?
@@ -318,6 +403,6 @@ case $cmd in
   qmp) (($# >= 2)) || die "usage: scripts/vm.sh qmp SOCK JSON..."; python3 "$helpers/vmhost.py" qmp "$@" ;;
   wait-status) python3 "$helpers/vmhost.py" wait-status "$@" ;;
   selftest) selftest "$@" ;;
-  clean) find "$cache_root" -maxdepth 1 -name "vm-$SUITE-*" ! -path "$dir" -exec rm -rf {} + ;;
+  clean) find "$cache_root" -maxdepth 1 -name "vm-$flavour-*" ! -path "$dir" -exec rm -rf {} + ;;
   *) sed -n '2,/^# The cache/p' "$repo/scripts/vm.sh" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

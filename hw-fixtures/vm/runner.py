@@ -6,10 +6,12 @@ dosetap-vm.service (as root) once the payload is unpacked.
    user@1000.service (its `systemctl --user` manager);
 2. installs /opt/debs/*.deb with dpkg -i (exit record 125 if that fails);
 3. runs the command of /opt/vm/argv.json in /opt/payload, stdin /dev/null, and streams its stdout and stderr,
-   then its exit code, to the host over the second serial port (/dev/ttyS1, raw);
+   then its exit code, to the host over the report channel: the second serial port (/dev/ttyS1, raw) of the
+   amd64 guest, the virtio serial port named dosetap.report of the arm64 one (qemu's virt has one UART);
 4. powers the guest off.
 
-The report channel is a 16550 UART, not virtio or 9p: it survives an S3 suspend and resume.
+On amd64 the report channel is a 16550 UART, not virtio or 9p: it survives an S3 suspend and resume (the arm64
+guest is never suspended).
 Frames: b"@@DTVM1 T N\\n", followed by N bytes for T in O (stdout), E (stderr), M (a note for the host's
 stderr); B (runner started) and R (command starts) carry the guest's uptime in N, X the exit code.
 """
@@ -23,16 +25,18 @@ import termios
 import time
 import tty
 
-REPORT = "/dev/ttyS1"
+VIRTIO_REPORT = "/dev/virtio-ports/dosetap.report"
+REPORT = VIRTIO_REPORT if os.path.exists(VIRTIO_REPORT) else "/dev/ttyS1"
 MAGIC = b"@@DTVM1 "
 
 fd = os.open(REPORT, os.O_RDWR | os.O_NOCTTY)
-tty.setraw(fd)
-attrs = termios.tcgetattr(fd)
-attrs[2] |= termios.CLOCAL
-attrs[2] &= ~termios.CRTSCTS
-attrs[4] = attrs[5] = termios.B115200
-termios.tcsetattr(fd, termios.TCSANOW, attrs)
+if os.isatty(fd):
+    tty.setraw(fd)
+    attrs = termios.tcgetattr(fd)
+    attrs[2] |= termios.CLOCAL
+    attrs[2] &= ~termios.CRTSCTS
+    attrs[4] = attrs[5] = termios.B115200
+    termios.tcsetattr(fd, termios.TCSANOW, attrs)
 
 
 def write_all(data):
@@ -144,6 +148,7 @@ except Exception:  # tell the host now rather than let it time out
     send_data("M", ("runner failed:\n" + traceback.format_exc()).encode())
     code = 126
 send("X", code)
-termios.tcdrain(fd)
+if os.isatty(fd):
+    termios.tcdrain(fd)  # the UART's queue out before the poweroff (a virtio port's write is the host's once it returns)
 note(f"command exited {code}; powering off")
 subprocess.run(["systemctl", "poweroff", "--no-block"])

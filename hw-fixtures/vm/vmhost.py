@@ -204,12 +204,15 @@ def watch(args):
     """Follows a run's output file (argv[0]) and acts on the guest's requests to the host, over QMP (argv[1]):
        vm-host: self-wake NAME        the guest is about to be suspended and must wake by itself: QMP must show
                                       "suspended", then "running" again, with no system_wakeup sent;
-       vm-host: wake-at NAME EPOCH    the guest is about to be suspended and cannot wake itself: QMP must show
-                                      "suspended" until EPOCH (host clock), then the host sends system_wakeup.
+       vm-host: wake-at NAME EPOCH [+S]   the guest is about to be suspended and cannot wake itself: QMP must
+                                      show "suspended" until EPOCH (host clock), then the host sends system_wakeup;
+                                      with +S, the guest's RTC is moved S seconds ahead while it sleeps (the run's
+                                      --host-clock file, argv[3]: the guest then has slept S seconds longer).
     Prints one line per request ("watch: ok: …" or "watch: FAIL: …") and exits, when the run's output says it
     ended (or after argv[2] seconds, default 1800), with the number of failures."""
     path, sock = args[0], args[1]
     limit = float(args[2]) if len(args) > 2 else 1800
+    clock_file = args[3] if len(args) > 3 else None
     end = time.monotonic() + limit
     failures = 0
     q = None
@@ -272,6 +275,17 @@ def watch(args):
                         report(False, f"{name}: the guest was never suspended (QMP)")
                         continue
                     at = time.monotonic()
+                    jump = ""
+                    if len(words) > 4:
+                        seconds = int(words[4].lstrip("+"))
+                        if clock_file is None or not words[4].startswith("+") or not 0 < seconds <= 86400:
+                            report(False, f"{name}: cannot move the guest's clock by {words[4]} (host clock file: {clock_file})")
+                            continue
+                        with open(clock_file) as f:
+                            now = int(f.read().strip().lstrip("+") or 0)
+                        with open(clock_file, "w") as f:
+                            f.write(f"+{now + seconds}\n")
+                        jump = f", its RTC moved {seconds} s ahead meanwhile"
                     woke = None
                     while time.time() < when:
                         s = status()
@@ -286,7 +300,7 @@ def watch(args):
                     q.cmd({"execute": "system_wakeup"})
                     if until("running", 60):
                         report(True, f"{name}: the guest stayed suspended for {time.monotonic() - at:.0f} s, until the "
-                                     "host's system_wakeup")
+                                     f"host's system_wakeup{jump}")
                     else:
                         report(False, f"{name}: the guest did not run after system_wakeup")
                 else:

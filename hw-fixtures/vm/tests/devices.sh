@@ -4,7 +4,8 @@
 #      RTC's wakealarm (a member can arm it, tester cannot); the vibra rule leaves a motor of no known vibra driver
 #      (the uinput one) untagged (its tagging side needs a gpio-vibrator/drv260x motor: none exists on qemu's pc);
 #   2. the uinput FF_RUMBLE motor found by the agent, and `dosetap feedback preview` at the three intensities
-#      seen on the motor's side (before any suspend; wake.sh does it again after one).
+#      seen on the motor's side (before any suspend; wake.sh does it again after one);
+#   3. a ringing alarm at medium on the same motor (wake.sh rings one at strong, missed.sh one at light).
 set -euo pipefail
 cd /opt/payload
 source /opt/payload/lib.sh
@@ -35,3 +36,24 @@ ok "the vibra rule (real udevd) leaves $motor, driven by no known vibra driver, 
 
 # 2. The motor, as the agent and the CLI find it.
 preview_intensities "before a suspend"
+
+# 3. A ringing alarm at medium: its effects uploaded at 0xA000 and played, until alarm stop.
+due=$(( ($(date +%s) + 12 + 59) / 60 * 60 ))
+at=$(date -d "@$due" +%H:%M)
+motor_before=$(motor_lines)
+notes=$(notifications)
+added=$(as_tester dosetap alarm add "$at" --label "VM medium" --haptics medium 2>&1) || fail "dosetap alarm add: $added"
+until_true 90 rang "VM medium" || fail "the alarm at $at never rang: $(ring_of "VM medium")"
+read -r due_at started_at _ < <(ring_of "VM medium")
+played() { motor_since "$motor_before" | jq -e -s '[.[] | select(.play != null and .value == 1)] | length >= 2' > /dev/null; }
+until_true 30 played || fail "the ringing alarm did not vibrate the motor: $(motor_since "$motor_before" | head -5)"
+seen=$(motor_since "$motor_before" | jq -s -c '{uploads: [.[] | select(.upload != null)] | length,
+  magnitude: [.[] | select(.upload != null) | .strong] | unique, plays: [.[] | select(.play != null and .value == 1)] | length}')
+[[ $(jq -c .magnitude <<<"$seen") == "[40960]" ]] || fail "the ringing alarm's effects were not medium (0xA000): $seen"
+shown() { (( $(notifications) > notes )); }
+until_true 20 shown || fail "no notification for the ring"
+stopped=$(as_tester dosetap alarm stop 2>&1) || fail "dosetap alarm stop: $stopped"
+until_true 20 ring_ended "VM medium" || fail "the ring did not end after alarm stop"
+ok "the alarm at $at rang $(python3 -c "print(f'{$started_at - $due_at:.3f}')") s after its minute at medium: the motor saw $seen; alarm stop ended it"
+id=$(as_tester dosetap alarm list --json | jq -r '.[] | select(.label == "VM medium") | .id')
+as_tester dosetap alarm remove "$id" > /dev/null || fail "alarm remove $id"
