@@ -40,7 +40,8 @@ while (($#)); do
   esac
 done
 case $arch in
-  amd64) ((${#runs[@]})) || runs=("devices,wake,dose" "missed,purge") ;;
+  # A laptop's battery in the guest's ACPI tables (qemu's pc has none): the kernel's own acpi battery driver reads it.
+  amd64) ((${#runs[@]})) || runs=("devices,wake,dose" "missed,purge"); export VM_ACPI_EXTRA=$PWD/hw-fixtures/vm/amd64/battery.asl ;;
   # The Raspberry Pi's package (#31) on a trixie arm64 guest (qemu virt), with a gpio-vibrator motor in its tree.
   arm64) ((${#runs[@]})) || runs=(pi); export VM_DT_EXTRA=$PWD/hw-fixtures/vm/arm64/vibrator.dtsi ;;
   *) echo "test-vm: --arch is amd64 or arm64" >&2; exit 64 ;;

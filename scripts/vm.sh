@@ -33,7 +33,8 @@
 # the package under test loads must be in RUNTIME_PACKAGES below. Knobs: VM_MEM (MiB, 1024), VM_SMP (2, see
 # below), VM_APPEND (more kernel arguments), VM_QEMU_EXTRA (more qemu arguments, split on spaces), VM_KEEP=1
 # (keep the run's temp directory: console.log, report), DEBIAN_MIRROR, VM_ARCH (amd64, arm64), VM_DT_EXTRA (arm64:
-# a device-tree fragment added to the machine's tree, its PL061_PHANDLE the GPIO controller's phandle).
+# a device-tree fragment added to the machine's tree, its PL061_PHANDLE the GPIO controller's phandle), VM_ACPI_EXTRA
+# (amd64: an ACPI table in ASL added to the firmware's, as hw-fixtures/vm/amd64/battery.asl, a laptop's battery).
 #
 # arm64 (measured here, 2 cores): the image is made by running the guest's programs under qemu-user (a binfmt_misc
 # entry with the F flag, registered for the build and removed after it; root), 630 s cold (debootstrap + apt under
@@ -289,6 +290,22 @@ run_vm() {
     -device virtio-blk-pci,drive=payload,serial=dosetap-payload
     -object rng-random,id=rng,filename=/dev/urandom -device virtio-rng-pci,rng=rng
     -chardev "file,id=console,path=$work/console.log" -serial chardev:console "${report[@]}")
+  if [[ -n ${VM_ACPI_EXTRA:-} ]]; then
+    # amd64: an ACPI table (ASL) added to the firmware's, as a laptop's firmware has it (a battery, say): compiled
+    # with iasl and handed to the kernel in an uncompressed cpio before the initrd (kernel/firmware/acpi/*.aml,
+    # CONFIG_ACPI_TABLE_UPGRADE), which installs it at boot ("ACPI: Table Upgrade: install [SSDT-…]").
+    [[ $VM_ARCH == amd64 ]] || die "VM_ACPI_EXTRA: only the amd64 guest takes ACPI tables"
+    [[ -f $VM_ACPI_EXTRA ]] || die "VM_ACPI_EXTRA: no file $VM_ACPI_EXTRA"
+    command -v iasl >/dev/null && command -v cpio >/dev/null || host_deps acpica-tools cpio
+    mkdir -p "$work/acpi/kernel/firmware/acpi"
+    iasl -p "$work/acpi/kernel/firmware/acpi/extra" "$VM_ACPI_EXTRA" >"$work/iasl.log" 2>&1 \
+      || { cat "$work/iasl.log" >&2; die "iasl could not compile $VM_ACPI_EXTRA"; }
+    rm -f "$work/acpi/kernel/firmware/acpi/extra.lst" "$work/acpi/kernel/firmware/acpi/extra.hex"
+    (cd "$work/acpi" && find kernel | cpio -H newc -o --quiet) > "$work/initrd.img"
+    cat "$img/initrd.img" >> "$work/initrd.img"
+    local i
+    for i in "${!qemu[@]}"; do [[ ${qemu[i]} != "$img/initrd.img" ]] || qemu[i]=$work/initrd.img; done
+  fi
   if [[ -n ${VM_DT_EXTRA:-} ]]; then
     # arm64: nodes added to the machine's own device tree (a motor on the PL061 GPIO, say). The tree qemu would
     # make for these very options, decompiled; the fragment's PL061_PHANDLE names the PL061's phandle.

@@ -34,6 +34,14 @@ vibra=$(grep '^DOSETAP_VIBRA=' <<<"$props" || true)
 [[ -z $vibra ]] || fail "the vibra rule tagged the uinput motor (no vibra driver): $vibra"
 ok "the vibra rule (real udevd) leaves $motor, driven by no known vibra driver, untagged"
 
+# The laptop battery of the guest's ACPI tables (hw-fixtures/vm/amd64/battery.asl), as the kernel's acpi battery
+# driver shows it and DoseTap reads it through udev: 21.6 of 54 Wh, discharging at 7 W, unplugged.
+battery=$(as_tester dosetap battery --json) || fail "dosetap battery --json: $battery"
+jq -e '.system.present and .system.level == 40 and .system.status == "discharging" and .system.onAC == false
+  and .system.rateW == 7' <<<"$battery" > /dev/null \
+  || fail "dosetap battery does not read the ACPI battery (40 %, discharging): $battery"
+ok "dosetap battery reads the kernel's ACPI battery: $(jq -c .system <<<"$battery" | cut -c1-200)"
+
 # 2. The motor, as the agent and the CLI find it.
 preview_intensities "before a suspend"
 

@@ -32,7 +32,16 @@ ok "alarm add $at says nothing about sleeping through"
 # 4. logind suspends the machine; the RTC wakes it.
 motor_before=$(motor_lines)
 notes=$(notifications)
+suspended_at=$(date +%s)
 suspend_and_wake wake
+
+# The battery re-check before the sleep, and the suspend read on both sides (the guest's ACPI battery: static,
+# and the suspend shorter than the 30 minutes a drain is learned from).
+agent_log --since "@$suspended_at" | grep -q "going to sleep: alarm [0-9]* safe, about [0-9]*% at " \
+  || fail "the agent did not re-check the alarm against the battery before the sleep: $(agent_log --since "@$suspended_at" | grep -i 'going to sleep' | head -3)"
+agent_log --since "@$suspended_at" | grep -q "resumed: this suspend teaches nothing about the drain asleep (shorter than 30 minutes)" \
+  || fail "the agent did not read the battery on both sides of the suspend: $(agent_log --since "@$suspended_at" | grep 'resumed:' | head -3)"
+ok "before the sleep: $(agent_log --since "@$suspended_at" | grep -o 'going to sleep: alarm [0-9]* safe, about [0-9]*% at [^ ]*' | head -1); after it: the battery read on both sides (too short a sleep to learn from)"
 
 # 5. The ring: started within a second of its minute (the row's started_at against due_at), the notification shown.
 ring() { ring_of "VM wake"; }
