@@ -69,7 +69,7 @@ struct ExportUseCaseTests {
         let planned = try #require(try export.export(days: 1).events.first)
         #expect(planned.summary == "Dose 2 window (planned)")
         #expect(planned.start == localDate("2026-01-16 01:00:00", ny) && planned.end == localDate("2026-01-16 02:30:00", ny))
-        #expect(planned.reminders.map(\.offset) == [-150 * 60, 30 * 60])
+        #expect(planned.reminders.map(\.offset) == [-150 * 60, 30 * 60] as [TimeInterval])
         #expect(planned.uid.hasPrefix("dose-window-2026-01-15-"))
 
         // Dose 1 at 23:00: the real window, same UID (a calendar replaces the planned one).
@@ -80,7 +80,7 @@ struct ExportUseCaseTests {
         #expect(real.summary == "Dose 2 window")
         #expect(real.start == localDate("2026-01-16 01:30:00", ny) && real.end == localDate("2026-01-16 03:00:00", ny))
         #expect(real.uid == planned.uid)
-        #expect(real.reminders.map(\.offset) == [0, 30 * 60, 75 * 60])
+        #expect(real.reminders.map(\.offset) == [0, 30 * 60, 75 * 60] as [TimeInterval])
 
         // Dose 2 at 01:45: the night is done; the next is tomorrow's.
         clock.set(localDate("2026-01-16 01:45:00", ny))

@@ -94,7 +94,8 @@ struct StoreTests {
         let dir = try temporaryDirectory()
         let db = try DoseTapDatabase(directory: dir)
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        try #require(fd >= 0)
+        let opened: Bool = fd >= 0  // a Bool first: Debian's swiftlang 6.2 took `#require(fd >= 0)` for the Optional overload
+        try #require(opened)
         defer { close(fd) }
         try #require(inotify_add_watch(fd, dir.path, UInt32(IN_MODIFY | IN_CLOSE_WRITE)) >= 0)
         func events() -> [(mask: UInt32, name: String)] {
