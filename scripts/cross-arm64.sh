@@ -7,6 +7,8 @@
 #   scripts/cross-arm64.sh run CMD [ARG]  run an arm64 program under qemu-user with the target's libraries
 #   scripts/cross-arm64.sh sysroot        print the target root (trixie arm64: glibc, the -dev packages)
 #   scripts/cross-arm64.sh shlibs-dirs    print the target's library packages, one tree each (for dpkg-shlibdeps -S)
+#   scripts/cross-arm64.sh compile-all    compile every target and test of the project for this machine with the
+#                                         same swiftlang (debug): the project keeps building with Debian's 6.2
 #
 # The pieces (measured feasible before it was written down, issue #31):
 # - the compiler: Debian sid's `swiftlang` (6.2.3 for amd64 and arm64; trixie's 6.0 is too old for the pinned
@@ -188,11 +190,50 @@ build() {
   echo "cross-arm64: built .build-arm64/dosetap in $((SECONDS - start)) s" >&2
 }
 
+# Every target and test, for this machine (x86_64), debug, with the chroot's swiftlang: the project keeps building
+# with Debian's 6.2 as well as with the toolchain it is developed on (#31). The executables link; the test
+# modules are compiled, not linked: Debian's swiftlang ships the _Testing_Foundation module (Swift Testing's
+# Foundation overlay) without its library, so no test executable that imports Testing and Foundation links with it.
+# The machine's -dev packages go into the chroot the first time (apt, from the same sid snapshot; not part of the
+# cache's key: the toolchain does not change), the copy and the build folder stay between runs (incremental).
+compile_all() {
+  setup
+  local start=$SECONDS gcc dev
+  if [[ ! -e $chroot_dir/.host-dev-ready ]]; then
+    # C++ headers of the GCC version swiftlang's clang picks (the highest installed) for TOMLKit's toml++.
+    gcc=$(find "$chroot_dir/usr/lib/gcc/x86_64-linux-gnu" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -n | tail -1)
+    [[ -n $gcc ]] || die "no GCC installation in the chroot"
+    dev="libudev-dev libsqlite3-dev libdbus-1-dev linux-libc-dev libmosquitto-dev libasound2-dev libumockdev-dev libglib2.0-dev libstdc++-$gcc-dev"
+    in_chroot sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Use-Pty=0 \
+        --no-install-recommends $dev >/dev/null && apt-get clean" || die "installing $dev in the sid chroot failed"
+    as_root touch "$chroot_dir/.host-dev-ready"
+  fi
+  as_root mkdir -p "$chroot_dir/src-tests"
+  git -C "$repo" ls-files -z | as_root rsync -a --from0 --files-from=- "$repo/" "$chroot_dir/src-tests/"
+  local stale
+  stale=$(comm -23 <(cd "$chroot_dir/src-tests" && find . -type f ! -path ./.build-commit -printf '%P\n' | sort) \
+    <(git -C "$repo" ls-files | sort))
+  [[ -z $stale ]] || (cd "$chroot_dir/src-tests" && xargs -d '\n' rm -f <<<"$stale")
+  git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null | as_root tee "$chroot_dir/src-tests/.build-commit" >/dev/null
+  { printf '[safe]\n\tdirectory = *\n'
+    [[ ! -d /opt/swift-packages ]] || printf '[url "/opt/swift-packages/"]\n\tinsteadOf = https://github.com/\n'
+  } | as_root tee "$chroot_dir/etc/gitconfig" >/dev/null
+  local tests jobs=${ARM64_JOBS:-$(nproc)}
+  tests=$(cd "$repo" && swift package dump-package 2>/dev/null \
+    | python3 -c 'import json, sys; print(" ".join(t["name"] for t in json.load(sys.stdin)["targets"] if t["type"] == "test"))')
+  [[ -n $tests ]] || die "no test targets in Package.swift (swift package dump-package)"
+  in_chroot sh -c "cd /src-tests && swift build -j $jobs --scratch-path /build-tests \
+      && for t in $tests; do swift build -j $jobs --scratch-path /build-tests --target \$t || exit 1; done" \
+    || die "the project does not build with swiftlang $SWIFTLANG_VERSION (above)"
+  echo "cross-arm64: every target and test ($tests) compiles with swiftlang $SWIFTLANG_VERSION ($((SECONDS - start)) s)" >&2
+}
+
 case "${1:-}" in
   setup) setup ;;
   build) shift; build "$@" ;;
   run) shift; setup; [[ $# -gt 0 ]] || die "run: which program?"; exec qemu-aarch64-static -L "$sysroot" "$@" ;;
   sysroot) setup; echo "$sysroot" ;;
   shlibs-dirs) setup; ls -d "$pkgs"/* ;;
-  *) die "usage: scripts/cross-arm64.sh setup|build [swift build args]|run CMD [ARG…]|sysroot|shlibs-dirs" ;;
+  compile-all) compile_all ;;
+  *) die "usage: scripts/cross-arm64.sh setup|build [swift build args]|run CMD [ARG…]|sysroot|shlibs-dirs|compile-all" ;;
 esac

@@ -9,6 +9,8 @@
 #   3. the package: lintian, Depends computed for arm64, dpkg -i into an arm64 root whose database lists trixie's
 #      arm64 libraries (a missing one refuses it), `--version` and `feedback preview alarm` run there, purge;
 #   4. the package booted: an arm64 Debian guest (scripts/test-vm.sh --arch arm64: the pi test).
+# Before them, every target and test of the project is compiled with the same Debian swiftlang, for this machine
+# (scripts/cross-arm64.sh compile-all).
 # Usage: scripts/test-arm64.sh [--no-build]   (the test runner must be built: scripts/run-tests.sh builds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,11 @@ fail() { echo "test-arm64: FAIL: $*" >&2; exit 1; }
 pass() { echo "test-arm64: ok: $*"; }
 
 [[ ${1:-} == --no-build ]] || make --no-print-directory deb-arm64
+# 0. The project keeps building with Debian's swiftlang 6.2 (the arm64 binary is built with it; here every other
+#    target and the tests too, for this machine), as with the toolchain it is developed on (the rest of make test).
+s0=$SECONDS
+scripts/cross-arm64.sh compile-all || fail "the project with Debian's swiftlang (above)"
+pass "every target and test compiles with Debian's swiftlang ($((SECONDS - s0)) s)"
 version=$(tr -d ' \n\r\t' < VERSION)
 deb=dist/dosetap_${version}_arm64.deb
 [[ -f $deb ]] || fail "$deb was not built"
