@@ -10,8 +10,10 @@ fail() {
   echo "--- logind"; journalctl -q --no-pager -o short-precise -u systemd-logind -u systemd-suspend | tail -20
   exit 1
 }
-# Waits (at most $1 seconds) until the command after it succeeds.
-until_true() { local limit=$1; shift; local end=$((SECONDS + limit)); until "$@"; do ((SECONDS < end)) || return 1; sleep 0.5; done; }
+# Waits (at most $1 seconds of polling, every half second) until the command after it succeeds. Counted in polls,
+# not by the clock: bash's SECONDS follows the wall clock, which jumps at a resume (missed.sh moves it 11 minutes),
+# and a deadline on it ran out at the first poll after the resume, before the agent had logged it.
+until_true() { local polls=$(($1 * 2)); shift; until "$@"; do ((polls-- > 0)) || return 1; sleep 0.5; done; }
 
 said() { agent_log | grep -q -- "$1"; }
 
