@@ -154,17 +154,21 @@ EOF
   echo "cross-arm64: toolchain ready in $((SECONDS - start)) s" >&2
 }
 
+# The tracked files, copied to $1 in the chroot (rsync keeps unchanged files as they were: an incremental build),
+# and a file no longer tracked leaves the copy too (rsync's --delete does not reach them through --files-from).
+copy_tree() {
+  local dest=$1 stale
+  as_root mkdir -p "$dest"
+  git -C "$repo" ls-files -z | as_root rsync -a --from0 --files-from=- "$repo/" "$dest/"
+  stale=$(comm -23 <(cd "$dest" && find . -type f ! -path ./.build-commit -printf '%P\n' | sort) \
+    <(git -C "$repo" ls-files | sort))
+  [[ -z $stale ]] || (cd "$dest" && xargs -d '\n' rm -f <<<"$stale")
+}
+
 build() {
   setup
   local start=$SECONDS
-  # The tracked files, copied into the chroot (rsync keeps unchanged files as they were: an incremental build).
-  as_root mkdir -p "$chroot_dir/src"
-  git -C "$repo" ls-files -z | as_root rsync -a --from0 --files-from=- "$repo/" "$chroot_dir/src/"
-  # ...and a file no longer tracked leaves the copy too (rsync's --delete does not reach them through --files-from).
-  local stale
-  stale=$(comm -23 <(cd "$chroot_dir/src" && find . -type f ! -path ./.build-commit -printf '%P\n' | sort) \
-    <(git -C "$repo" ls-files | sort))
-  [[ -z $stale ]] || (cd "$chroot_dir/src" && xargs -d '\n' rm -f <<<"$stale")
+  copy_tree "$chroot_dir/src"
   local jobs=${ARM64_JOBS:-$(nproc)}
   # The copy has no .git: the commit for `dosetap --version` (scripts/build-stamp.sh) comes from here.
   local commit
@@ -208,12 +212,7 @@ compile_all() {
         --no-install-recommends $dev >/dev/null && apt-get clean" || die "installing $dev in the sid chroot failed"
     as_root touch "$chroot_dir/.host-dev-ready"
   fi
-  as_root mkdir -p "$chroot_dir/src-tests"
-  git -C "$repo" ls-files -z | as_root rsync -a --from0 --files-from=- "$repo/" "$chroot_dir/src-tests/"
-  local stale
-  stale=$(comm -23 <(cd "$chroot_dir/src-tests" && find . -type f ! -path ./.build-commit -printf '%P\n' | sort) \
-    <(git -C "$repo" ls-files | sort))
-  [[ -z $stale ]] || (cd "$chroot_dir/src-tests" && xargs -d '\n' rm -f <<<"$stale")
+  copy_tree "$chroot_dir/src-tests"
   git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null | as_root tee "$chroot_dir/src-tests/.build-commit" >/dev/null
   { printf '[safe]\n\tdirectory = *\n'
     [[ ! -d /opt/swift-packages ]] || printf '[url "/opt/swift-packages/"]\n\tinsteadOf = https://github.com/\n'
