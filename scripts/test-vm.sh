@@ -13,15 +13,18 @@
 # wake:    dpkg -i enables the wake helper's socket; systemctl --user enable --now dosetap; an alarm 2 minutes out
 #          (alarm add says nothing about sleeping through); logind suspends the guest; the agent arms the wake-up
 #          through the helper; the guest wakes by itself; the alarm rings within a second of its minute, its
-#          notification on the session bus and its vibration on a uinput FF_RUMBLE motor; alarm stop ends it.
+#          notification on the session bus and its vibration on a uinput FF_RUMBLE motor; alarm stop ends it;
+#          before the sleep the agent re-checked the alarm against the battery, and read it again after.
 # devices: the udev rules applied by the real udevd (the RTC rule grants the dosetap group the wake alarm; the
 #          vibra rule leaves a motor of no known driver untagged); feedback preview at light, medium and strong
-#          uploads and plays the effects the uinput motor sees, before and after a suspend.
+#          uploads and plays the effects the uinput motor sees, before and after a suspend; an alarm ringing at
+#          medium on the same motor; dosetap battery reads the guest's ACPI battery (hw-fixtures/vm/amd64).
 # dose:    Dose 1 taken 163 minutes ago; logind suspends the guest; it wakes by itself for the Dose 2 reminder,
 #          shown within a second of its time; Dose 2 taken ends the reminders.
 # missed:  the wake helper stopped: alarm add and the agent (before the suspend) say the machine may sleep through;
-#          suspended across the alarm, the guest stays asleep until the host wakes it; the alarm, missed by under
-#          10 minutes, rings at once.
+#          two alarms 11 minutes apart; suspended across the first, the guest stays asleep until the host wakes it
+#          40 s after, its RTC moved 11 minutes ahead meanwhile (--host-clock): the first, missed by over 10
+#          minutes, is recorded and announced, never rung; the second, missed by 40 s, rings at once.
 # purge:   systemd-analyze security --user dosetap at or below its exposure; apt purge leaves nothing behind.
 # pi:      (arm64) the cross-built package installs with its computed Depends and runs; the vibra rule tags a
 #          gpio-vibrator motor (a real vibra driver, in the guest's device tree); the agent starts as shipped and
