@@ -49,6 +49,10 @@ exec /usr/bin/qemu-aarch64-static -U LD_PRELOAD "$sysroot/usr/lib/ld-linux-aarch
 EOF
 chmod +x "$wrapper"
 [[ $("$wrapper" --version) =~ ^dosetap\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\  ]] || fail "--version under qemu-aarch64: $("$wrapper" --version 2>&1)"
+# ...naming this tree's commit (a cached cross build once kept an older stamp).
+commit=$(git rev-parse --short=12 HEAD)
+[[ -z $(git status --porcelain --untracked-files=no | head -1) ]] || commit+=-dirty
+[[ $("$wrapper" --version) == *"(commit $commit,"* ]] || fail "the arm64 binary is not of this tree ($commit): $("$wrapper" --version)"
 pass "$("$wrapper" --version) ($(file -b "$binary" | cut -d, -f1-2))"
 
 # 2. The end-to-end suites, against the arm64 binary.
