@@ -182,10 +182,11 @@ build() {
   } | as_root tee "$chroot_dir/etc/gitconfig" >/dev/null
   # (SwiftPM runs the BuildStamp plugin's script without this environment: it reads the commit from a file)
   echo "$commit" | as_root tee "$chroot_dir/src/.build-commit" >/dev/null
-  # SwiftPM in the chroot does not run the BuildStamp prebuild command again when only .build-commit changed (seen:
-  # an arm64 binary naming a commit three behind): a stamp of another commit is removed, so it is made again.
-  local stamp=$chroot_dir/build/plugins/outputs/src/DoseTapVersion/destination/BuildStamp/Generated
-  if [[ -f $stamp/BuildStamp.swift && $(head -1 "$stamp/BuildStamp.swift") != *" $commit" ]]; then as_root rm -rf "$stamp"; fi
+  # SwiftPM runs the BuildStamp prebuild command only when the package's files changed, not when only .build-commit
+  # did (seen: an arm64 binary naming a commit three behind). So the same script refreshes the stamp here first
+  # (it rewrites the file only when the version or the commit changed; SwiftPM then recompiles DoseTapVersion).
+  local stamp=/build/plugins/outputs/src/DoseTapVersion/destination/BuildStamp/Generated
+  if [[ -d $chroot_dir${stamp%/Generated} ]]; then in_chroot sh /src/scripts/build-stamp.sh /src "$stamp" || die "build-stamp.sh failed"; fi
   in_chroot sh -c "cd /src && PKG_CONFIG_SYSROOT_DIR=$bundle/sdk/sysroot \
       PKG_CONFIG_PATH=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
       PKG_CONFIG_LIBDIR=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
