@@ -182,7 +182,8 @@ let package = Package(
         // Fakes for every port and fixture loaders; used by tests only.
         .target(
             name: "DoseTapTesting",
-            dependencies: ["DoseTapCore", "DoseTapLinux", "CUMockdev", .product(name: "Subprocess", package: "swift-subprocess")],
+            dependencies: ["DoseTapCore", "DoseTapLinux", "DoseTapCrypto", "CUMockdev", .product(name: "Subprocess", package: "swift-subprocess"),
+                           .product(name: "Crypto", package: "swift-crypto")],
             linkerSettings: [.linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
 

@@ -31,6 +31,11 @@ public struct Flic2Packet: Sendable, Equatable {
     /// Opcode first; a verified session's packets end with their 5-byte MAC.
     public var bytes: [UInt8]
     public var opcode: UInt8 { bytes[0] }
+
+    public init(header: Flic2FrameHeader, bytes: [UInt8]) {
+        self.header = header
+        self.bytes = bytes
+    }
 }
 
 public enum Flic2FrameError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -38,7 +43,7 @@ public enum Flic2FrameError: Error, Sendable, Equatable, CustomStringConvertible
     case truncated(Int)
     /// The fragments add up to more than a packet can be.
     case oversized(Int)
-    /// A fragment of another connection, or one claiming a newly assigned id, in the middle of a packet.
+    /// A fragment of another connection (or that differs in claiming a newly assigned id) in the middle of a packet.
     case interleaved
 
     public var description: String {
@@ -89,7 +94,7 @@ public struct Flic2Reassembler: Sendable {
             return .failure(.truncated(frame.count))
         }
         let header = Flic2FrameHeader(byte: frame[0])
-        if let first = pendingHeader, first.connectionID != header.connectionID || header.newlyAssigned {
+        if let first = pendingHeader, first.connectionID != header.connectionID || first.newlyAssigned != header.newlyAssigned {
             reset()
             return .failure(.interleaved)
         }

@@ -181,7 +181,8 @@ public struct Flic2Session: Sendable {
         case Flic2Opcode.FromButton.fullVerifyFailResponse.rawValue:
             let reason = bytes.count > 1 ? bytes[1] : 0xFF
             return end(reason == 1 ? .notInPublicMode : reason == 0 ? .verifierRefused : .malformed("full verify failed with reason \(reason)"))
-        case Flic2Opcode.FromButton.fullVerifyResponse2.rawValue:
+        default:
+            // Keys are agreed: whatever else comes on our connection must carry a valid MAC, and be the answer.
             guard let body = verified(bytes) else { return end(.badMAC(opcode: bytes[0])) }
             guard let response = Flic2Packets.FullVerifyResponse2(body) else {
                 return end(.malformed("FullVerifyResponse2 of \(bytes.count) bytes"))
@@ -192,8 +193,6 @@ public struct Flic2Session: Sendable {
                                        firmwareVersion: response.firmwareVersion,
                                        batteryMillivolts: Flic2Packets.batteryMillivolts(response.batteryLevel))
             return [.paired(fullKeys.pairing, info), .battery(millivolts: info.batteryMillivolts)] + initEvents()
-        default:
-            return []
         }
     }
 
