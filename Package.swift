@@ -262,6 +262,8 @@ if Context.environment["DOSETAP_FUZZ"] != nil {
                           path: "Fuzz/DBus", swiftSettings: strict),
         .executableTarget(name: "fuzz-hid", dependencies: ["DoseTapLinux", "DoseTapCore", "CLinuxInput", "DoseTapFuzzSupport"],
                           path: "Fuzz/HID", swiftSettings: strict),
+        .executableTarget(name: "fuzz-flic2", dependencies: ["DoseTapCore", "DoseTapCrypto", "DoseTapFuzzSupport"],
+                          path: "Fuzz/Flic2", swiftSettings: strict),
         .executableTarget(name: "fuzz-config", dependencies: ["DoseTapConfig", "DoseTapFuzzSupport"],
                           path: "Fuzz/Config", swiftSettings: strict),
     ]

@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh 10000000            every target to 10^7 executions (make fuzz)
 #   scripts/fuzz.sh 100000              the short run at the end of scripts/run-tests.sh
 #   scripts/fuzz.sh 100000 bthome dbus  some targets only
-# Targets: bthome bthome-decrypt power-supply dbus hid config. DOSETAP_FUZZ_SCRATCH overrides the
+# Targets: bthome bthome-decrypt power-supply dbus hid config flic2. DOSETAP_FUZZ_SCRATCH overrides the
 # scratch path (.build-fuzz). Seeds come from Fuzz/corpus/<target>
 # (scripts/make-fuzz-seeds.py); what the fuzzer learns accumulates in .build-fuzz/corpus/<target>.
 # A crash, a broken invariant (fatalError), a timeout (30 s per input) or running out of
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 runs=${1:?usage: scripts/fuzz.sh RUNS [target...]}
 shift
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(bthome bthome-decrypt power-supply dbus hid config)
+[[ ${#targets[@]} -gt 0 ]] || targets=(bthome bthome-decrypt power-supply dbus hid config flic2)
 
 # DOSETAP_FUZZ_BUILD=debug: a debug build (the short run of make test: a cold debug build of the six
 # targets takes about 6 min on this 2-core machine, a release one 15-30 min); release (default) for make fuzz.
@@ -50,6 +50,7 @@ for target in "${targets[@]}"; do
   # decrypt target's header and raw CCM); a power supply is ~20 attribute lines.
   case $target in
     bthome|bthome-decrypt) max_len=256 ;;
+    flic2) max_len=2048 ;;
     power-supply) max_len=1024 ;;
     *) max_len=4096 ;;
   esac

@@ -152,7 +152,28 @@ def config():
     ])
 
 
+def flic2():
+    """Flic 2 (Fuzz/Flic2): mode byte, then length-prefixed chunks (frames in even mode, packet bodies in odd)."""
+    def chunks(*parts):
+        return b"".join(bytes([len(p)]) + p for p in parts)
+    event = bytes([12]) + (3).to_bytes(4, "little") + (5).to_bytes(6, "little") + bytes([1]) + (9).to_bytes(6, "little") + bytes([10])
+    queued = bytes([12]) + (7).to_bytes(4, "little") + (1).to_bytes(6, "little") + bytes([0x11]) + (2).to_bytes(6, "little") + bytes([0x3B])
+    init_boot = bytes([10, 1]) + bytes(5) + (2).to_bytes(4, "little") + (9).to_bytes(4, "little")
+    init_same = bytes([11, 0]) + bytes(5) + (0).to_bytes(4, "little")
+    response1 = bytes([0]) + bytes([0x66, 0x0B, 0x00, 0x00]) + bytes(64) + bytes([0x34, 0x12, 0x70, 0xDA, 0xE4, 0x80, 0]) + bytes(32) + bytes(8) + bytes([2])
+    write("flic2", [
+        ("events", bytes([1]) + chunks(init_same, event, bytes([15]), bytes([20, 0x55, 0x03]))),
+        ("queued-after-reboot", bytes([1]) + chunks(init_boot, queued, event)),
+        ("disconnect", bytes([1]) + chunks(bytes([9, 1]))),
+        ("fragments", bytes([0]) + chunks(bytes([0xA1]) + response1[:19], bytes([0xA1]) + response1[19:38],
+                                         bytes([0xA1]) + response1[38:57], bytes([0x21]) + response1[57:])),
+        ("negative", bytes([0]) + chunks(bytes([0x00, 6, 0x66, 0x0B, 0, 0]), bytes([0x00, 2, 1, 2, 3, 4]))),
+        ("truncated", bytes([0]) + chunks(bytes([0x80]), bytes([0x01]))),
+    ])
+
+
 bthome()
+flic2()
 power_supply()
 hid()
 dbus()
