@@ -34,7 +34,7 @@ public struct ButtonRepository: Sendable {
         try database.read { db in
             var buttons: [ButtonConfig] = []
             var unusable: [UnusableButton] = []
-            for row in try Row.fetchAll(db, sql: "SELECT address, kind, name, bindkey, mapping FROM button ORDER BY added_at, address") {
+            for row in try Row.fetchAll(db, sql: "SELECT address, kind, name, bindkey, pairing, mapping FROM button ORDER BY added_at, address") {
                 let address = String.fromDatabaseValue(row["address"]) ?? ""
                 switch Self.decode(row) {
                 case .success(let config): buttons.append(config)
@@ -61,8 +61,15 @@ public struct ButtonRepository: Sendable {
             case .string(let text): bindkey = text
             default: return .failure(ButtonConfig.Invalid(description: "unreadable bindkey"))
             }
+            let pairing: String?
+            switch (row["pairing"] as DatabaseValue).storage {
+            case .null: pairing = nil
+            case .string(let text): pairing = text
+            default: return .failure(ButtonConfig.Invalid(description: "unreadable Flic 2 pairing"))
+            }
             return .success(try ButtonConfig(address: String.fromDatabaseValue(row["address"]) ?? "", kind: kind,
-                                             name: String.fromDatabaseValue(row["name"]), bindkey: bindkey, mapping: mapping))
+                                             name: String.fromDatabaseValue(row["name"]), bindkey: bindkey, pairing: pairing,
+                                             mapping: mapping))
         } catch {
             return .failure(error)
         }
@@ -77,11 +84,38 @@ public struct ButtonRepository: Sendable {
     public func save(_ button: ButtonConfig, now: Date = Date()) throws {
         let mapping = String(decoding: try JSONEncoder().encode(button.mapping), as: UTF8.self)
         try database.write { db in
+            let previous = try String.fetchOne(db, sql: "SELECT pairing FROM button WHERE address = ?", arguments: [button.address])
             try db.execute(sql: """
-                INSERT INTO button (address, kind, name, bindkey, mapping, added_at) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO button (address, kind, name, bindkey, pairing, mapping, added_at) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(address) DO UPDATE SET kind = excluded.kind, name = excluded.name, bindkey = excluded.bindkey,
-                mapping = excluded.mapping
-                """, arguments: [button.address, button.kind.rawValue, button.name, button.bindkey, mapping, now.timeIntervalSince1970])
+                pairing = excluded.pairing, mapping = excluded.mapping
+                """, arguments: [button.address, button.kind.rawValue, button.name, button.bindkey, button.pairing, mapping,
+                                 now.timeIntervalSince1970])
+            // A new pairing (or none) starts the button's events afresh.
+            if previous != button.pairing {
+                try db.execute(sql: "DELETE FROM button_progress WHERE address = ?", arguments: [button.address])
+            }
+        }
+    }
+
+    /// How far a Flic 2's events were acted on (nil: none yet).
+    public func progress(address: String) throws -> Flic2EventProgress? {
+        try database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT boot_id, event_count FROM button_progress WHERE address = ?",
+                                             arguments: [address]),
+                  let boot = Int64.fromDatabaseValue(row["boot_id"]), let count = Int64.fromDatabaseValue(row["event_count"]),
+                  let bootID = UInt32(exactly: boot), let eventCount = UInt32(exactly: count) else { return nil }
+            return Flic2EventProgress(bootID: bootID, eventCount: eventCount)
+        }
+    }
+
+    /// Keeps how far a Flic 2's events were acted on (only for a button still added).
+    public func saveProgress(_ progress: Flic2EventProgress, address: String) throws {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO button_progress (address, boot_id, event_count) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM button WHERE address = ?)
+                ON CONFLICT(address) DO UPDATE SET boot_id = excluded.boot_id, event_count = excluded.event_count
+                """, arguments: [address, Int64(progress.bootID), Int64(progress.eventCount), address])
         }
     }
 
@@ -92,7 +126,9 @@ public struct ButtonRepository: Sendable {
         guard let spelled = BluetoothAddress.canonicalSpelling(address) else { return false }
         return try database.write { db in
             try db.execute(sql: "DELETE FROM button WHERE upper(replace(address, '-', ':')) = ?", arguments: [spelled])
-            return db.changesCount > 0
+            let removed = db.changesCount > 0
+            try db.execute(sql: "DELETE FROM button_progress WHERE upper(replace(address, '-', ':')) = ?", arguments: [spelled])
+            return removed
         }
     }
 }

@@ -26,7 +26,7 @@ struct ButtonSourcePortTests {
         var closed: Int { state.withLock { $0.closed } }
         var running: Bool { state.withLock { $0.sink != nil } }
 
-        func follow(_ addresses: Set<String>) async { state.withLock { $0.followed.append(addresses) } }
+        func follow(_ buttons: [ButtonConfig]) async { state.withLock { $0.followed.append(Set(buttons.map(\.address))) } }
 
         func run(into sink: @escaping @Sendable (ButtonSignal) -> Void) async {
             state.withLock { $0.sink = sink }

@@ -76,7 +76,8 @@ extension ButtonService {
         let hid = configured.contains(where: { $0.kind == .hid }) ? try? HIDButtonSource(logger: logger) : nil
         let clock = TimerFDScheduler.shared
         return ButtonService(
-            sources: ButtonSources.machine(bluez: bluez, hid: hid, clock: clock, logger: logger, observing: true), buttons: repository, doses: nil, samples: nil,
+            sources: ButtonSources.machine(bluez: bluez, hid: hid, clock: clock, logger: logger, observing: true, store: repository),
+            buttons: repository, doses: nil, samples: nil,
             clock: clock, logger: logger, databaseChanges: nil, observer: observer)
     }
 }

@@ -72,9 +72,13 @@ public final class ButtonPipeline: Sendable {
             let (gestures, deadline) = recognizers.feed(key, button: button)
             if let deadline { scheduleExpiry(address: address, at: deadline) }
             return act(on: intents(button, gestures))
+        case .gesture(let address, let kind, let gesture, let pressedAt):
+            guard let button = button(address, kind) else { return [] }
+            return act(on: [ButtonIntent(button: button, buttonIndex: 0, gesture: gesture, action: button.mapping.action(for: gesture),
+                                         at: pressedAt)])
         case .battery(let address, let kind, let level, let at):
             guard let button = button(address, kind) else { return [] }
-            logger.debug("iTag battery", metadata: ["button": "\(DisplayText.escaped(button.name))", "level": "\(level)"])
+            logger.debug(kind == .flic2 ? "Flic 2 battery" : "iTag battery", metadata: ["button": "\(DisplayText.escaped(button.name))", "level": "\(level)"])
             recordBattery(button, level, at: at)
             return []
         case .link(let address, let kind, let change):

@@ -8,7 +8,7 @@ import ServiceLifecycle
 import Synchronization
 
 /// Buttons in the agent, as a short pipeline: every source (`ButtonSource`: BTHome adverts from BlueZ, HID
-/// remotes from udev + evdev, iTags over GATT) feeds one stream of `ButtonSignal`s; one loop hands each to
+/// remotes from udev + evdev, iTags and Flic 2 buttons over GATT) feeds one stream of `ButtonSignal`s; one loop hands each to
 /// the `ButtonPipeline` (allowlist, gestures, flood guard, the dose use case). Picks up added, removed or
 /// remapped buttons without a restart — the agent's own changes (the dashboard) from the event bus
 /// (`.settingsChanged`), another process's (the command line) from the data folder — telling each source the
@@ -91,7 +91,7 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
     /// Tells each source the added buttons of its kinds.
     private func tellSources() async {
         for source in sources {
-            await source.follow(Set(pipeline.interpreter.configured.filter { source.kinds.contains($0.kind) }.map(\.address)))
+            await source.follow(pipeline.interpreter.configured.filter { source.kinds.contains($0.kind) }.sorted { $0.address < $1.address })
         }
     }
 
@@ -135,12 +135,15 @@ public final class ButtonService: Service, Sendable, CustomStringConvertible {
 public enum ButtonSources {
     /// BTHome adverts and iTags through `bluez` (one bus for both), HID remotes through `hid`.
     /// - Parameter observing: `dosetap button test`: the links made for the test are dropped at its end.
+    /// - Parameter store: where Flic 2 buttons keep how far their events were acted on.
     public static func machine(bluez: BlueZClient?, hid: HIDButtonSource?, clock: any Scheduling, logger: Logger,
-                               observing: Bool = false) -> [any ButtonSource] {
+                               observing: Bool = false, store: ButtonRepository? = nil) -> [any ButtonSource] {
         var sources: [any ButtonSource] = []
         if let bluez {
             sources.append(BTHomeAdvertSource(bluez: bluez, clock: clock, logger: logger))
             sources.append(ITagSource(bluez: bluez, clock: clock, logger: logger, disconnectOnStop: observing))
+            sources.append(Flic2Source(bluez: bluez, clock: clock, logger: logger, disconnectOnStop: observing, store: store,
+                                       factoryKey: Flic2Source.factoryKey()))
         }
         if let hid { sources.append(HIDRemoteSource(hid: hid)) }
         return sources

@@ -192,7 +192,8 @@ final class AgentWiring: Sendable {
         }
         guard bluez != nil || hid != nil else { return [] }
         return [.init(service: ButtonService(
-            sources: ButtonSources.machine(bluez: bluez, hid: hid, clock: TimerFDScheduler.shared, logger: logger),
+            sources: ButtonSources.machine(bluez: bluez, hid: hid, clock: TimerFDScheduler.shared, logger: logger,
+                                           store: ButtonRepository(database: database)),
             buttons: ButtonRepository(database: database),
             doses: doses, samples: history, events: events,
             clock: TimerFDScheduler.shared, logger: logger, databaseChanges: watcher?.changes(), alarms: ringing))]

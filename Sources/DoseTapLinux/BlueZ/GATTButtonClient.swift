@@ -69,7 +69,11 @@ public final class GATTButtonClient: Sendable {
     /// Follows one button until cancelled (or the bus connection closes), handing each event to `handle` in
     /// order. Presses are stamped when they arrive, however long `handle` takes. Returns after the button was
     /// left cleanly (`StopNotify`; `Disconnect` too when `disconnectOnStop` and this client made the link).
-    public func follow(address: String, disconnectOnStop: Bool = false,
+    /// - Parameters:
+    ///   - profile: the service and characteristics (an iTag's by default).
+    ///   - conversation: for a button that talks back (Flic 2), a new conversation for each connection.
+    public func follow(address: String, profile: GATTProfile = .iTag,
+                       conversation: (@Sendable () -> any GATTConversation)? = nil, disconnectOnStop: Bool = false,
                        _ handle: @escaping @Sendable (GATTButtonEvent) async -> Void) async {
         guard let address = BluetoothAddress.canonical(address) else {
             logger.error("not a Bluetooth address", metadata: ["address": "\(address)"])
@@ -78,7 +82,8 @@ public final class GATTButtonClient: Sendable {
         let (stream, continuation) = AsyncStream<GATTButtonEvent>.makeStream()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await self.reconnecting(address: address, disconnectOnStop: disconnectOnStop) { continuation.yield($0) }
+                await self.reconnecting(address: address, profile: profile, conversation: conversation,
+                                        disconnectOnStop: disconnectOnStop) { continuation.yield($0) }
                 continuation.finish()
             }
             for await event in stream { await handle(event) }
@@ -93,13 +98,14 @@ public final class GATTButtonClient: Sendable {
         do {
             _ = try await bluez.connection.call(destination: BlueZClient.service, path: path, interface: ITagGATT.device,
                                                 member: "Disconnect", timeout: timing.call)
-            logger.info("iTag disconnected", metadata: ["button": "\(address)"])
+            logger.info("button disconnected", metadata: ["button": "\(address)"])
         } catch {
-            logger.notice("cannot disconnect the iTag", metadata: ["button": "\(address)", "error": "\(error)"])
+            logger.notice("cannot disconnect the button", metadata: ["button": "\(address)", "error": "\(error)"])
         }
     }
 
-    private func reconnecting(address: String, disconnectOnStop: Bool, _ emit: @escaping @Sendable (GATTButtonEvent) -> Void) async {
+    private func reconnecting(address: String, profile: GATTProfile, conversation: (@Sendable () -> any GATTConversation)?,
+                              disconnectOnStop: Bool, _ emit: @escaping @Sendable (GATTButtonEvent) -> Void) async {
         var failures = 0
         var lastReason = ""
         // An adapter coming (back) on ends the wait at once: the link went down because it was off.
@@ -112,13 +118,14 @@ public final class GATTButtonClient: Sendable {
         }
         defer { watcher.cancel() }
         while !Task.isCancelled {
-            let session = GATTButtonSession(client: self, address: address, disconnectOnStop: disconnectOnStop, emit: emit)
+            let session = GATTButtonSession(client: self, profile: profile, conversation: conversation?(), address: address,
+                                            disconnectOnStop: disconnectOnStop, emit: emit)
             let end = await session.run()
             switch end {
             case .stopped:
                 return
             case .busClosed:
-                logger.warning("D-Bus connection closed: no longer following the iTag", metadata: ["button": "\(address)"])
+                logger.warning("D-Bus connection closed: no longer following the \(profile.label)", metadata: ["button": "\(address)"])
                 return
             case .ended(let reason, let wasNotifying):
                 if wasNotifying {
@@ -129,7 +136,7 @@ public final class GATTButtonClient: Sendable {
                 let delay = timing.backoff.delay(afterFailures: failures)
                 // One line per new reason: a button left in a drawer must not log every 30 s all night.
                 let level: Logger.Level = wasNotifying || reason != lastReason ? .notice : .debug
-                logger.log(level: level, "iTag link down; reconnecting", metadata: [
+                logger.log(level: level, "\(profile.label) link down; reconnecting", metadata: [
                     "button": "\(address)", "reason": "\(reason)", "in": "\(delay)",
                 ])
                 lastReason = reason

@@ -30,6 +30,9 @@ final class GATTButtonSession {
     }
 
     private let client: GATTButtonClient
+    private let profile: GATTProfile
+    /// A button that talks back (Flic 2): its protocol, for this connection.
+    private let conversation: (any GATTConversation)?
     private let address: String
     private let disconnectOnStop: Bool
     private let emit: @Sendable (GATTButtonEvent) -> Void
@@ -41,15 +44,21 @@ final class GATTButtonSession {
     private var owner: String?
     private var devicePath: String?
     private var characteristicPath: String?
+    private var writePath: String?
     private var servicePath: String?
+    /// The conversation's timer, when one runs.
+    private var conversationTimer: UInt64?
     private var linkUp = false
     private var connectedHere = false
     private var notifying = false
     private var timerToken: UInt64 = 0
     private var lastBattery: Int?
 
-    init(client: GATTButtonClient, address: String, disconnectOnStop: Bool, emit: @escaping @Sendable (GATTButtonEvent) -> Void) {
+    init(client: GATTButtonClient, profile: GATTProfile = .iTag, conversation: (any GATTConversation)? = nil, address: String,
+         disconnectOnStop: Bool, emit: @escaping @Sendable (GATTButtonEvent) -> Void) {
         self.client = client
+        self.profile = profile
+        self.conversation = conversation
         self.address = address
         self.disconnectOnStop = disconnectOnStop
         self.emit = emit
@@ -75,6 +84,13 @@ final class GATTButtonSession {
 
     private func finish(_ stop: Stop) async -> GATTSessionEnd {
         let wasNotifying = phase == .notifying
+        if let conversation {
+            switch stop {
+            case .stopped: conversation.closed(reason: "stopped")
+            case .busClosed: conversation.closed(reason: "the D-Bus connection closed")
+            case .lost(let reason), .failed(let reason): conversation.closed(reason: reason)
+            }
+        }
         switch stop {
         case .stopped:
             // Leave cleanly, even though the task is cancelled (D-Bus calls don't look at cancellation).
@@ -96,7 +112,7 @@ final class GATTButtonSession {
             _ = try await connection.call(destination: BlueZClient.service, path: path, interface: interface, member: member,
                                           timeout: client.timing.cleanup)
         } catch {
-            client.log(.debug, "iTag cleanup call failed", metadata.merging(["call": "\(member)", "error": "\(error)"]) { $1 })
+            client.log(.debug, "\(profile.label) cleanup call failed", metadata.merging(["call": "\(member)", "error": "\(error)"]) { $1 })
         }
     }
 
@@ -126,7 +142,7 @@ final class GATTButtonSession {
         var tree = try await managedObjects()
         devicePath = ITagGATT.devicePath(address: address, in: tree)
         if devicePath == nil {
-            client.log(.notice, "iTag not known to BlueZ yet: discovering it", metadata)
+            client.log(.notice, "\(profile.label) not known to BlueZ yet: discovering it", metadata)
             do { try await abandonOnCancel { [client] in try await client.bluez.startDiscovery() } } catch is CancellationError {
                 throw Stop.stopped
             } catch {
@@ -168,10 +184,18 @@ final class GATTButtonSession {
             }
         }
 
-        // 5. 0xFFE1 under 0xFFE0, and its notifications.
+        // 5. The notify characteristic under the profile's service (0xFFE1 under 0xFFE0 for an iTag), the write
+        // characteristic of a button that talks back, and notifications.
         tree = try await managedObjects()
-        guard let characteristic = ITagGATT.pressCharacteristic(device: devicePath, in: tree) else {
-            throw Stop.failed("no characteristic 0xFFE1 under service 0xFFE0: not an iTag-style button?")
+        guard let characteristic = ITagGATT.characteristic(profile.notifyUUID, service: profile.serviceUUID, device: devicePath, in: tree) else {
+            throw Stop.failed(profile == .iTag ? "no characteristic 0xFFE1 under service 0xFFE0: not an iTag-style button?"
+                : "no \(profile.label) service (\(profile.serviceUUID)) with its characteristics: not a \(profile.label)?")
+        }
+        if let writeUUID = profile.writeUUID {
+            guard let write = ITagGATT.characteristic(writeUUID, service: profile.serviceUUID, device: devicePath, in: tree) else {
+                throw Stop.failed("no \(profile.label) write characteristic (\(writeUUID)): not a \(profile.label)?")
+            }
+            writePath = write
         }
         characteristicPath = characteristic
         servicePath = tree[characteristic]?[ITagGATT.gattCharacteristic]?["Service"]?.string
@@ -185,8 +209,36 @@ final class GATTButtonSession {
         }
         notifying = true
         phase = .notifying
-        client.log(.info, "iTag connected: listening for presses", metadata.merging(["characteristic": "\(characteristic)"]) { $1 })
-        emit(.connected)
+        if let conversation {
+            let mtu = tree[characteristic]?[ITagGATT.gattCharacteristic]?["MTU"]?.int ?? 23
+            client.log(.info, "\(profile.label) connected: verifying", metadata.merging(["characteristic": "\(characteristic)", "mtu": "\(mtu)"]) { $1 })
+            emit(.connected)
+            try await perform(conversation.opened(mtu: mtu))
+        } else {
+            client.log(.info, "iTag connected: listening for presses", metadata.merging(["characteristic": "\(characteristic)"]) { $1 })
+            emit(.connected)
+        }
+    }
+
+    /// Writes a conversation's frames in order, then starts its timer or ends the link.
+    private func perform(_ reply: GATTReply) async throws {
+        if let writePath {
+            for frame in reply.writes {
+                do {
+                    _ = try await call(writePath, ITagGATT.gattCharacteristic, "WriteValue", [
+                        .array(elementSignature: "y", frame.map(DBusValue.byte)),
+                        .dictionary(keySignature: "s", valueSignature: "v", []),
+                    ])
+                } catch let error as DBusError {
+                    throw Stop.failed("WriteValue failed: \(error)")
+                }
+            }
+        }
+        if let timeout = reply.timeout {
+            if let token = conversationTimer { inbox.cancelTimer(token) }
+            conversationTimer = startTimer(timeout)
+        }
+        if let end = reply.end { throw Stop.failed(end) }
     }
 
     private func connect(_ devicePath: String) async throws {
@@ -218,14 +270,22 @@ final class GATTButtonSession {
     private func listen() async throws -> Never {
         guard let characteristicPath else { throw Stop.failed("no characteristic") }
         while true {
-            guard case .signal(.propertiesChanged(characteristicPath, ITagGATT.gattCharacteristic, let changed)) = try await next(),
+            let happening = try await next()
+            if let conversation, case .timeout(let token) = happening, token == conversationTimer {
+                conversationTimer = nil
+                try await perform(conversation.timedOut())
+                continue
+            }
+            guard case .signal(.propertiesChanged(characteristicPath, ITagGATT.gattCharacteristic, let changed)) = happening,
                   let value = changed["Value"] else { continue }
             let at = client.now()
             guard let bytes = value.bytes else {
-                client.log(.warning, "malformed iTag notification ignored", metadata.merging(["value": "\(value)"]) { $1 })
+                client.log(.warning, "malformed \(profile.label) notification ignored", metadata.merging(["value": "\(value)"]) { $1 })
                 continue
             }
-            if ITagGATT.isPress(bytes) {
+            if let conversation {
+                try await perform(conversation.received(bytes, at: at))
+            } else if ITagGATT.isPress(bytes) {
                 emit(.press(at: at))
             } else {
                 client.log(.notice, "iTag notification that is not a press ignored",

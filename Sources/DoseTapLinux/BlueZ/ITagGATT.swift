@@ -31,10 +31,17 @@ public enum ITagGATT {
     /// The 0xFFE1 characteristic whose `Service` is a 0xFFE0 `GattService1` of this device (not an 0xFFE1
     /// under another service, not another device's).
     public static func pressCharacteristic(device: String, in tree: Tree) -> String? {
+        characteristic(characteristicUUID, service: serviceUUID, device: device, in: tree)
+    }
+
+    /// The characteristic `uuid` whose `Service` is a `GattService1` `service` of this device.
+    public static func characteristic(_ uuid: String, service serviceUUID: String, device: String, in tree: Tree) -> String? {
         let prefix = device + "/"
+        let uuid = normalizeUUID(uuid)
+        let serviceUUID = normalizeUUID(serviceUUID)
         return tree.compactMap { path, interfaces -> String? in
             guard path.hasPrefix(prefix), let chrc = interfaces[gattCharacteristic],
-                  chrc["UUID"]?.string.map(normalizeUUID) == characteristicUUID,
+                  chrc["UUID"]?.string.map(normalizeUUID) == uuid,
                   let servicePath = chrc["Service"]?.string, servicePath.hasPrefix(prefix),
                   let service = tree[servicePath]?[gattService],
                   service["UUID"]?.string.map(normalizeUUID) == serviceUUID else { return nil }

@@ -21,7 +21,8 @@ final class BTHomeAdvertSource: ButtonSource {
 
     var kinds: Set<ButtonKind> { [.bthome] }
 
-    func follow(_ addresses: Set<String>) async {
+    func follow(_ buttons: [ButtonConfig]) async {
+        let addresses = Set(buttons.map(\.address))
         let running = state.withLock { state in
             state.addresses = addresses
             return state.running

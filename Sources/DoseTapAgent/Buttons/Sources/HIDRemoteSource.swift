@@ -15,7 +15,8 @@ final class HIDRemoteSource: ButtonSource {
 
     var kinds: Set<ButtonKind> { [.hid] }
 
-    func follow(_ addresses: Set<String>) async {
+    func follow(_ buttons: [ButtonConfig]) async {
+        let addresses = Set(buttons.map(\.address))
         self.addresses.withLock { $0 = addresses }
         hid.setAddresses(addresses)
     }

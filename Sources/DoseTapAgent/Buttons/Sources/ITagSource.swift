@@ -16,7 +16,8 @@ struct ITagSource: ButtonSource {
 
     var kinds: Set<ButtonKind> { [.itag] }
 
-    func follow(_ addresses: Set<String>) async {
+    func follow(_ buttons: [ButtonConfig]) async {
+        let addresses = Set(buttons.map(\.address))
         followers.setAddresses(addresses)
     }
 
@@ -50,13 +51,19 @@ extension ButtonSignal {
     }
 }
 
-/// One follower task per added iTag. Addresses may be set before the client is: they are picked up when it is.
+/// One follower task per added GATT button (iTags; Flic 2 buttons with their conversation). Addresses may be set
+/// before the client is: they are picked up when it is.
 final class ITagFollowers: Sendable {
     typealias Handler = @Sendable (String, GATTButtonEvent) async -> Void
+
+    /// For a button that talks back: a new conversation for each connection to an address.
+    typealias Conversations = @Sendable (String) -> (@Sendable () -> any GATTConversation)
 
     private struct State {
         var client: GATTButtonClient?
         var disconnectOnStop = false
+        var profile = GATTProfile.iTag
+        var conversations: Conversations?
         var handler: Handler?
         var wanted: Set<String> = []
         var running: [String: Task<Void, Never>] = [:]
@@ -66,10 +73,13 @@ final class ITagFollowers: Sendable {
 
     private let state = Mutex(State())
 
-    func start(client: GATTButtonClient, disconnectOnStop: Bool, handler: @escaping Handler) {
+    func start(client: GATTButtonClient, disconnectOnStop: Bool, profile: GATTProfile = .iTag,
+               conversation: Conversations? = nil, handler: @escaping Handler) {
         state.withLock {
             $0.client = client
             $0.disconnectOnStop = disconnectOnStop
+            $0.profile = profile
+            $0.conversations = conversation
             $0.handler = handler
         }
         reconcile()
@@ -113,9 +123,12 @@ final class ITagFollowers: Sendable {
                 }
             }
             let disconnectOnStop = s.disconnectOnStop
+            let profile = s.profile
             for address in s.wanted where s.running[address] == nil {
+                let conversation = s.conversations?(address)
                 s.running[address] = Task {
-                    await client.follow(address: address, disconnectOnStop: disconnectOnStop) { event in await handler(address, event) }
+                    await client.follow(address: address, profile: profile, conversation: conversation,
+                                        disconnectOnStop: disconnectOnStop) { event in await handler(address, event) }
                 }
             }
         }
