@@ -17,16 +17,18 @@ struct ButtonCommand: AsyncParsableCommand {
         ButtonUseCases(store: DataStore(directory: location.paths.dataDirectory))
     }
 
-    struct Add: ParsableCommand {
+    struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add",
             abstract: "Add a button: only added buttons can act.",
             discussion: """
                 Adding a button again updates it and keeps its mapping. An encrypted BTHome button keeps its stored \
-                bindkey unless --bindkey gives a new one or --remove-bindkey removes it.
+                bindkey unless --bindkey gives a new one or --remove-bindkey removes it. A Flic 2 is paired with: \
+                hold it for 7 seconds until it flashes, then run this (its pairing is kept like a bindkey, never shown).
                 """)
         @Argument(help: "Its Bluetooth address, AA:BB:CC:DD:EE:FF.") var address: String
-        @Option(help: "bthome, itag or hid.") var kind: ButtonKind
+        @Option(help: "bthome, itag, hid or flic2.") var kind: ButtonKind
+        @Option(help: "Flic 2: how long to wait for the button while pairing, in seconds.") var seconds: Int = 60
         @Option(help: "The BTHome bindkey: 32 hex digits (encrypted buttons).") var bindkey: String?
         @Flag(help: "Remove the stored bindkey of a button added before (it sends plaintext adverts now).") var removeBindkey = false
         @Option(help: "A name for logs and battery alerts.") var name: String?
@@ -36,11 +38,23 @@ struct ButtonCommand: AsyncParsableCommand {
             try validAddress(address)
             if bindkey != nil && removeBindkey { throw ValidationError("--bindkey and --remove-bindkey exclude each other") }
             if let bindkey { _ = try usage { try ButtonConfig.parseBindkey(bindkey).get() } }
+            guard (5...600).contains(seconds) else { throw ValidationError("--seconds must be from 5 to 600") }
+            if kind == .flic2, bindkey != nil || removeBindkey { throw ValidationError("a Flic 2 has no bindkey: it is paired with") }
         }
 
-        func run() throws {
+        func run() async throws {
+            var pairing: String?
+            var name = self.name
+            if kind == .flic2 {
+                let paired = try await pairFlic2()
+                pairing = paired.pairing.hex
+                if name == nil, let own = String(validating: paired.info.name, as: UTF8.self),
+                   (try? ButtonConfig(address: address, kind: .flic2, name: own, pairing: pairing)) != nil, !own.isEmpty {
+                    name = own
+                }
+            }
             let result = try failing { try ButtonCommand.useCases(location).add(
-                address: address, kind: kind, name: name, bindkey: bindkey, removeBindkey: removeBindkey) }
+                address: address, kind: kind, name: name, bindkey: bindkey, removeBindkey: removeBindkey, pairing: pairing) }
             let button = result.button
             let shown = DisplayText.escaped(button.name)
             let encrypted = button.bindkey != nil ? ", encrypted" : ""
@@ -50,6 +64,25 @@ struct ButtonCommand: AsyncParsableCommand {
                 printLine("Added \(shown) (\(button.address), \(button.kind.rawValue)\(encrypted)): single → take, double → snooze, hold → undo.")
             }
             if let note = result.keyChange { printLine(note.description) }
+        }
+
+        /// The full verify with the button, with a line at each step; the one-line reason when it fails.
+        private func pairFlic2() async throws -> Flic2Pairer.Paired {
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = .error
+                return EscapingLogHandler(handler)
+            }
+            var logger = Logger(label: "dosetap.cli")
+            logger.logLevel = .error
+            printLine("Hold the Flic 2 for 7 seconds until it flashes (pairing mode); looking for it at \(address) (up to \(seconds) s)…")
+            let paired = try await failing {
+                try await Flic2Pairer.pair(address: address, seconds: seconds, logger: logger) { printLine($0) }
+            }
+            let volts = String(format: "%.2f", Double(paired.info.batteryMillivolts) / 1000)
+            printLine("Verified a genuine Flic 2 (serial \(DisplayText.escaped(String(decoding: paired.info.serialNumber, as: UTF8.self))), "
+                + "battery \(volts) V, \(Flic2Battery.percent(millivolts: paired.info.batteryMillivolts)) %).")
+            return paired
         }
     }
 
@@ -64,7 +97,7 @@ struct ButtonCommand: AsyncParsableCommand {
                 printLine(JSON.array(buttons.map(\.json) + unusable.map(\.json)).text)
                 return
             }
-            if buttons.isEmpty && unusable.isEmpty { printLine("No buttons. Add one with: dosetap button add ADDRESS --kind bthome|itag|hid") }
+            if buttons.isEmpty && unusable.isEmpty { printLine("No buttons. Add one with: dosetap button add ADDRESS --kind bthome|itag|hid|flic2") }
             for b in buttons {
                 printLine("\(DisplayText.escaped(b.name))  \(b.address)  \(b.kind.rawValue)\(b.bindkey != nil ? " (encrypted)" : "")  \(b.mapping.summary)")
             }

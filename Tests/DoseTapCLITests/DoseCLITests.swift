@@ -213,7 +213,7 @@ struct DoseCLITests {
         for part in StoredTables.cleared {
             #expect(lines.contains { $0.hasPrefix("  - \(part.what): ") }, "\(part.table): \(no.out)")
         }
-        #expect(no.out.contains("\n  - buttons, with their keys: 0 buttons\n"), "\(no.out)")
+        #expect(no.out.contains("\n  - buttons, with their keys and Flic 2 pairings: 0 buttons\n"), "\(no.out)")
         #expect(no.out.contains("\n  - usage-alert history: 0 alerts\n"), "\(no.out)")
         #expect(no.out.contains("\n  - backup alarms that rang here: 0 rings\n"), "\(no.out)")
         #expect(no.out.contains(StoredTables.keptSentence))
@@ -229,7 +229,7 @@ struct DoseCLITests {
                                    "--bindkey", "231d39c1d7cc1ab1aee224cd096db932"]).exitCode == 0)
         #expect(try await cli.run(["alarm", "add", "06:30"]).exitCode == 0)
         let named = try await cli.dose(["data", "clear", "--confirm", "DELETE"], at: "2026-01-15 22:32:00")
-        #expect(named.exitCode == 0 && named.out.contains("\n  - buttons, with their keys: 1 button\n"), "\(named.out)")
+        #expect(named.exitCode == 0 && named.out.contains("\n  - buttons, with their keys and Flic 2 pairings: 1 button\n"), "\(named.out)")
         #expect(try await cli.run(["button", "list", "--json"]).out.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
         #expect(try await cli.run(["alarm", "list"]).out.hasPrefix("1  06:30"))
     }

@@ -50,12 +50,14 @@ public struct ButtonUseCases: Sendable {
 
     /// Adds a button, or updates one added before (keeping its mapping). A stored bindkey stays unless
     /// `bindkey` gives a new one or `removeBindkey` removes it; the result says which.
+    /// A Flic 2 comes with the `pairing` just made with it (40 hex digits; `Flic2Pairer`): a new pairing replaces
+    /// the stored one, and its events start afresh.
     public func add(address: String, kind: ButtonKind, name: String?, bindkey: String?,
-                    removeBindkey: Bool = false) throws -> AddResult {
+                    removeBindkey: Bool = false, pairing: String? = nil) throws -> AddResult {
         if bindkey != nil && removeBindkey {
             throw UseCaseError("a new bindkey and removing the bindkey exclude each other")
         }
-        do { _ = try ButtonConfig(address: address, kind: kind, name: name, bindkey: bindkey) } catch {
+        do { _ = try ButtonConfig(address: address, kind: kind, name: name, bindkey: bindkey, pairing: pairing) } catch {
             throw UseCaseError(error.description)
         }
         let repository = try repository()
@@ -77,7 +79,7 @@ public struct ButtonUseCases: Sendable {
             }
         }
         var button: ButtonConfig
-        do { button = try ButtonConfig(address: address, kind: kind, name: name, bindkey: key) } catch {
+        do { button = try ButtonConfig(address: address, kind: kind, name: name, bindkey: key, pairing: pairing) } catch {
             throw UseCaseError(error.description)
         }
         if let existing { button.mapping = existing.mapping }
@@ -160,12 +162,14 @@ public struct ButtonUseCases: Sendable {
     }
 
     /// The buttons among merged adverts (one per address) and connected HID remotes: BTHome by its service
-    /// data, iTag by service 0xFFE0, HID by service 0x1812. One line per address (a shutter has two input
+    /// data, Flic 2 by its service (it advertises it in pairing mode and when it wants its app), iTag by service
+    /// 0xFFE0, HID by service 0x1812. One line per address (a shutter has two input
     /// nodes); strongest first, connected ones last.
     public static func candidates(adverts: [BLEAdvert], remotes: [(address: String, name: String?)]) -> [Candidate] {
         var candidates = adverts.compactMap { a -> Candidate? in
             let kind: ButtonKind
             if a.serviceData[BLEAdvert.bthomeUUID] != nil { kind = .bthome }
+            else if a.uuids.contains(where: { $0.lowercased() == GATTFlic2.serviceUUID }) { kind = .flic2 }
             else if a.uuids.contains(where: { $0.lowercased().hasPrefix("0000ffe0") }) { kind = .itag }
             else if a.uuids.contains(where: { $0.lowercased().hasPrefix("00001812") }) { kind = .hid }
             else { return nil }

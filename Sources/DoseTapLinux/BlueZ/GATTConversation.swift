@@ -1,3 +1,4 @@
+import DoseTapCore
 import Foundation
 
 /// Which GATT service and characteristics a kind of button uses.
@@ -21,9 +22,8 @@ public struct GATTProfile: Sendable, Equatable {
     public static let iTag = GATTProfile(label: "iTag", serviceUUID: ITagGATT.serviceUUID, notifyUUID: ITagGATT.characteristicUUID)
 
     /// Flic 2: its service, the write characteristic 0x…0001 and the notify characteristic 0x…0002.
-    public static let flic2 = GATTProfile(label: "Flic 2", serviceUUID: "00420000-8f59-4420-870d-84f3b617e493",
-                                          notifyUUID: "00420002-8f59-4420-870d-84f3b617e493",
-                                          writeUUID: "00420001-8f59-4420-870d-84f3b617e493")
+    public static let flic2 = GATTProfile(label: "Flic 2", serviceUUID: GATTFlic2.serviceUUID, notifyUUID: GATTFlic2.notifyUUID,
+                                          writeUUID: GATTFlic2.writeUUID)
 }
 
 /// What the link does after a conversation step: frames to write (in order), a timer to start (replacing the one that

@@ -119,3 +119,10 @@ public struct Flic2Reassembler: Sendable {
         pendingHeader = nil
     }
 }
+
+/// Where Flic 2 lives in GATT.
+public enum GATTFlic2 {
+    public static let serviceUUID = "00420000-8f59-4420-870d-84f3b617e493"
+    public static let writeUUID = "00420001-8f59-4420-870d-84f3b617e493"
+    public static let notifyUUID = "00420002-8f59-4420-870d-84f3b617e493"
+}
