@@ -15,6 +15,12 @@
 ///   bluetoothd does for a transmitter rotating its address (#25, finding 7). Only the signals: the mock keeps
 ///   no object for them.
 ///
+/// - `AddFlic2(s adapter, s address, s alias) → (o device, o write, o notify)`: a Flic 2 as bluetoothd shows one: the
+///   device (advertising the Flic 2 service UUID; `Connect`/`Disconnect` as above), `GattService1`
+///   00420000-8f59-4420-870d-84f3b617e493 with the write characteristic …0001 (`WriteValue` emits
+///   `org.dosetap.Mock.Written(ay)` on it, so a test can answer as the button: `MockFlic2Peer`) and the notify
+///   characteristic …0002 (`Value`, `Notifying`, `StartNotify`, `StopNotify`, `MTU` 23).
+///
 /// A press: `org.freedesktop.DBus.Properties.Set(GattCharacteristic1, Value, <ay 01>)` on the characteristic
 /// emits `PropertiesChanged` as a notification does. Calls are counted with the mock's `GetMethodCalls`.
 public enum MockBlueZGATT {
@@ -24,6 +30,7 @@ public enum MockBlueZGATT {
     /// (name, in signature, out signature, python code) for `AddMethod`.
     public static let methods: [(name: String, inSignature: String, outSignature: String, code: String)] = [
         ("AddITag", "sssy", "ooo", addITag),
+        ("AddFlic2", "sss", "ooo", addFlic2),
         ("FailConnects", "ou", "", "objects[args[0]].dosetap_fail_connects = int(args[1])"),
         ("SkipResolves", "ou", "", "objects[args[0]].dosetap_skip_resolves = int(args[1])"),
         ("Strangers", "uu", "", strangers),
@@ -101,6 +108,45 @@ public enum MockBlueZGATT {
             self.object_manager_emit_added(chrc)
             paths.append(chrc)
         ret = (dbus.ObjectPath(device), dbus.ObjectPath(paths[1]), dbus.ObjectPath(paths[0]))
+        """
+
+    static let writeValue = #"""
+        self.EmitSignal('org.dosetap.Mock', 'Written', 'ay', [dbus.Array(args[0], signature='y')])
+        """#
+
+    static let addFlic2 = """
+        device = self.AddDevice(args[0], args[1], args[2])
+        dev = objects[device]
+        dev.AddMethod('org.bluez.Device1', 'Connect', '', '', \(pythonString(connect)))
+        dev.AddMethod('org.bluez.Device1', 'Disconnect', '', '', \(pythonString(disconnect)))
+        dev.UpdateProperties('org.bluez.Device1', {'UUIDs': dbus.Array(['00420000-8f59-4420-870d-84f3b617e493'], signature='s', variant_level=1)})
+        service = device + '/service000c'
+        self.AddObject(service, 'org.bluez.GattService1', {
+            'UUID': dbus.String('00420000-8f59-4420-870d-84f3b617e493', variant_level=1),
+            'Device': dbus.ObjectPath(device, variant_level=1),
+            'Primary': dbus.Boolean(True, variant_level=1),
+        }, [])
+        self.object_manager_emit_added(service)
+        write = service + '/char000d'
+        self.AddObject(write, 'org.bluez.GattCharacteristic1', {
+            'UUID': dbus.String('00420001-8f59-4420-870d-84f3b617e493', variant_level=1),
+            'Service': dbus.ObjectPath(service, variant_level=1),
+            'Value': dbus.Array([], signature='y', variant_level=1),
+            'Flags': dbus.Array(['write-without-response', 'write'], signature='s', variant_level=1),
+            'MTU': dbus.UInt16(23, variant_level=1),
+        }, [('WriteValue', 'aya{sv}', '', \(pythonString(writeValue)))])
+        self.object_manager_emit_added(write)
+        notify = service + '/char000f'
+        self.AddObject(notify, 'org.bluez.GattCharacteristic1', {
+            'UUID': dbus.String('00420002-8f59-4420-870d-84f3b617e493', variant_level=1),
+            'Service': dbus.ObjectPath(service, variant_level=1),
+            'Value': dbus.Array([], signature='y', variant_level=1),
+            'Notifying': dbus.Boolean(False, variant_level=1),
+            'Flags': dbus.Array(['notify'], signature='s', variant_level=1),
+            'MTU': dbus.UInt16(23, variant_level=1),
+        }, [('StartNotify', '', '', \(pythonString(startNotify))), ('StopNotify', '', '', \(pythonString(stopNotify)))])
+        self.object_manager_emit_added(notify)
+        ret = (dbus.ObjectPath(device), dbus.ObjectPath(write), dbus.ObjectPath(notify))
         """
 
     /// A Python string literal holding `code`.
