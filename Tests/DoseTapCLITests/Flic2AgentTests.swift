@@ -117,6 +117,49 @@ struct Flic2AgentTests {
         #expect(try ButtonRepository(database: database).progress(address: Self.address) != nil)
     }
 
+    @Test("out of reach, then advertising again: the agent reconnects at once instead of waiting out its back-off")
+    func reconnectsOnAdvert() async throws {
+        let cli = try CLI()
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let setup = try await Self.setUp(bus) { SimulatedFlic2Button(address: $0, factory: $1) }
+            let add = try await cli.run(["button", "add", Self.address, "--kind", "flic2", "--seconds", "30"], env: setup.environment)
+            #expect(add.exitCode == 0, "\(add.err)")
+            let log = LineBuffer()
+            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+            let result = try await Subprocess.run(
+                exe, arguments: Arguments(argv), environment: cli.environment(extra: setup.environment),
+                input: .none, output: .discarded, error: .sequence
+            ) { execution in
+                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                let all = { log.all.joined(separator: "\n") }
+                #expect(await log.wait(for: "Flic 2 verified: listening for presses", timeout: 20) != nil, "\(all())")
+                // Out of reach: four connection attempts fail (1, 2, 5 and 10 s apart), then the agent would wait 20 s.
+                _ = try await Self.mock(setup.mock, MockBlueZGATT.path, "FailConnects", [.objectPath(setup.peer.device), .uint32(4)],
+                                        interface: MockBlueZGATT.interface)
+                try await setup.peer.dropLink()
+                // Connects so far: pairing's, the agent's first, and the four that fail.
+                var connects = 0
+                for _ in 0..<200 where connects < 6 {
+                    connects = try await Self.mock(setup.mock, setup.peer.device, "GetMethodCalls", [.string("Connect")]).first?.array?.count ?? 0
+                    if connects < 6 { try await Task.sleep(for: .milliseconds(200)) }
+                }
+                #expect(connects == 6, "\(all())")
+                try await Task.sleep(for: .milliseconds(300))
+                // It advertises: reconnected well before those 20 s.
+                let advertised = Date()
+                _ = try await setup.mock.call(destination: "org.bluez", path: setup.peer.device, interface: "org.freedesktop.DBus.Properties",
+                                              member: "Set", arguments: [.string("org.bluez.Device1"), .string("RSSI"), .variant(.int16(-60))])
+                #expect(await log.wait(for: "Flic 2 verified: listening for presses", count: 2, timeout: 15) != nil, "\(all())")
+                #expect(Date().timeIntervalSince(advertised) < 15)
+                setup.peer.press(.single)
+                #expect(await log.wait(for: "button action recorded", timeout: 10) != nil, "\(all())")
+                try execution.send(signal: .terminate)
+                _ = try? await reader.value
+            }
+            #expect(result.terminationStatus == .exited(0))
+        }
+    }
+
     @Test("refused pairings: not in pairing mode, a certificate for another address, a button that is not a genuine Flic 2",
           arguments: ["public", "address", "factory"])
     func refusedPairing(_ problem: String) async throws {

@@ -1,6 +1,7 @@
 import DoseTapCore
 import Foundation
 import Logging
+import Synchronization
 
 /// A client of iTag-style GATT buttons through BlueZ: find the device (discovering it if BlueZ does not
 /// know it yet), `Device1.Connect`, wait for `ServicesResolved`, find 0xFFE1 under 0xFFE0, `StartNotify`,
@@ -117,6 +118,17 @@ public final class GATTButtonClient: Sendable {
             }
         }
         defer { watcher.cancel() }
+        // A button that talks back (Flic 2) advertises when it wants its app: while waiting to reconnect after the
+        // link failed (not after the button's protocol refused us, which would retry as fast as it advertises), an
+        // advert from it ends the wait.
+        let advertWakes = AdvertWakeSwitch()
+        let adverts = conversation == nil ? nil : Task { [bluez] in
+            guard let adverts = try? await bluez.adverts() else { return }
+            for await advert in adverts where advert.address == address {
+                if advertWakes.isOn { wake.fire() }
+            }
+        }
+        defer { adverts?.cancel() }
         while !Task.isCancelled {
             let session = GATTButtonSession(client: self, profile: profile, conversation: conversation?(), address: address,
                                             disconnectOnStop: disconnectOnStop, emit: emit)
@@ -140,7 +152,9 @@ public final class GATTButtonClient: Sendable {
                     "button": "\(address)", "reason": "\(reason)", "in": "\(delay)",
                 ])
                 lastReason = reason
+                advertWakes.isOn = conversation != nil && !reason.hasPrefix("\(profile.label):")
                 await wake.wait(upTo: delay, on: scheduler)
+                advertWakes.isOn = false
             }
         }
     }
@@ -150,4 +164,13 @@ public final class GATTButtonClient: Sendable {
     }
 
     func now() -> Date { clock.now() }
+}
+
+/// Whether an advert may end the reconnection wait now.
+final class AdvertWakeSwitch: Sendable {
+    private let on = Mutex(false)
+    var isOn: Bool {
+        get { on.withLock { $0 } }
+        set { on.withLock { $0 = newValue } }
+    }
 }
