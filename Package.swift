@@ -165,7 +165,7 @@ let package = Package(
 
         .executableTarget(
             name: "button-latency",
-            dependencies: ["DoseTapAgent", "DoseTapApp", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting",
+            dependencies: ["DoseTapAgent", "DoseTapApp", "DoseTapLinux", "DoseTapStore", "DoseTapCore", "DoseTapTesting", "DoseTapCrypto",
                            .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/ButtonLatency",
             swiftSettings: strict

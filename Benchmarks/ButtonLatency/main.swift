@@ -1,6 +1,7 @@
 // Button latency and cost: a BTHome press on a (mock) BlueZ → the dose decided and committed and its
-// event published (feedback follows the event, on DoseInputFeedback's subscription); and the agent's CPU
-// time for adverts of a busy neighbourhood of unknown devices.
+// event published (feedback follows the event, on DoseInputFeedback's subscription); the same for a Flic 2
+// (its MACed notification on the GATT link of the mock → the Flic 2 source's session → the pipeline); and the
+// agent's CPU time for adverts of a busy neighbourhood of unknown devices.
 //
 //   swift run -c release button-latency [PRESSES] [UNKNOWN_ADVERTS]      (default 1000 1000)
 //
@@ -14,6 +15,7 @@
 import DoseTapAgent
 import DoseTapApp
 import DoseTapCore
+import DoseTapCrypto
 import DoseTapLinux
 import DoseTapStore
 import DoseTapTesting
@@ -57,6 +59,8 @@ final class Probe: Sendable {
     let handled = Mutex<[(BLEAdvert, Date, Date, Int)]>([])
     /// Feedback cues played (by DoseInputFeedback, from the events).
     let cues = Mutex(0)
+    /// Each Flic 2 gesture handled: when it was done (real and shifted clock), its arrival (shifted), events committed.
+    let gestures = Mutex<[(Date, Date, Date, Int)]>([])
 }
 
 func cpuSeconds() -> Double {
@@ -92,6 +96,32 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     for (n, a) in buttons.enumerated() {
         try ButtonRepository(database: db).save(try ButtonConfig(address: a, kind: .bthome, name: "bench-\(n)", mapping: mapping))
     }
+    // A Flic 2 on the mock's GATT, answered by the simulated button, paired beforehand (the full verify in-process).
+    for m in MockBlueZGATT.methods {
+        _ = try await mock.call(destination: "org.bluez", path: MockBlueZGATT.path, interface: "org.freedesktop.DBus.Mock", member: "AddMethod",
+                                arguments: [.string(MockBlueZGATT.interface), .string(m.name), .string(m.inSignature), .string(m.outSignature), .string(m.code)])
+    }
+    let flicAddress = "80:E4:DA:70:12:34"
+    let flicPaths = try await mock.call(destination: "org.bluez", path: MockBlueZGATT.path, interface: MockBlueZGATT.interface, member: "AddFlic2",
+                                        arguments: [.string("hci0"), .string(flicAddress), .string("F2")])
+    var simulated = SimulatedFlic2Button(address: BluetoothAddress(flicAddress)!)
+    var pairing: Flic2Pairing?
+    do {
+        var session = Flic2Session(mode: .pair, address: simulated.address, crypto: SwiftCryptoFlic2(), factoryKey: simulated.factory.publicKey)
+        var pending = session.start()
+        while !pending.isEmpty {
+            let output = pending.removeFirst()
+            if case .paired(let made, _) = output { pairing = made }
+            if case .write(let frame) = output { for answer in simulated.receive(frame) { pending += session.receive(answer) } }
+        }
+        simulated.disconnect()
+    }
+    guard let pairing else { throw FixtureError("the in-process pairing with the simulated Flic 2 failed") }
+    try ButtonRepository(database: db).save(try ButtonConfig(address: flicAddress, kind: .flic2, name: "bench-flic", pairing: pairing.hex,
+                                                             mapping: mapping))
+    let peer = MockFlic2Peer(connection: mock, device: flicPaths[0].string ?? "", write: flicPaths[1].string ?? "",
+                             notify: flicPaths[2].string ?? "", button: simulated)
+    try await peer.start()
     let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
                                   beep: SoundInfo(name: SoundInfo.builtinBeepName, theme: "builtin", path: "/dev/null"), desktop: nil)
     let clock = ShiftedClock()
@@ -110,8 +140,11 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
         buttons: ButtonRepository(database: db), doses: DoseUseCases(repository: DoseRepository(database: db), clock: clock, events: events),
         samples: BatterySampleRepository(database: db), events: events, clock: clock, logger: logger, databaseChanges: nil,
         onHandled: { signal, outcomes in
-            guard case .advert(let advert) = signal else { return }
             let recorded = outcomes.filter { if case .recorded = $0 { true } else { false } }.count
+            if case .gesture(_, _, _, let pressedAt) = signal {
+                probe.gestures.withLock { $0.append((Date(), clock.now(), pressedAt, recorded)) }
+            }
+            guard case .advert(let advert) = signal else { return }
             probe.handled.withLock { $0.append((advert, Date(), clock.now(), recorded)) }
         })
     let task = Task { try await service.run() }
@@ -175,6 +208,26 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
     // quiet spell. The benchmark is its own executable, linked like the agent.
     let released = try await press(max(2, presses / 5) & ~1, nightly: true, releasing: pages)
 
+    // Flic 2: take then undo (a hold), each pair on a night of its own, once the source verified the button.
+    var flic = Run()
+    for _ in 0..<500 where !peer.withButton({ $0.isConnected }) { try await Task.sleep(for: .milliseconds(20)) }
+    guard peer.withButton({ $0.isConnected }) else { throw FixtureError("the Flic 2 never verified") }
+    let flicPresses = max(2, presses / 5) & ~1
+    for i in 0..<flicPresses {
+        let sent = Date()
+        peer.press(i % 2 == 0 ? .single : .hold)
+        let start = Date()
+        while probe.gestures.withLock({ $0.count }) < i + 1 {
+            if Date().timeIntervalSince(start) > 10 { throw FixtureError("Flic 2 press \(i) was never handled") }
+            try await Task.sleep(for: .microseconds(200))
+        }
+        let (at, shiftedAt, arrived, recorded) = probe.gestures.withLock { $0[i] }
+        flic.committed += recorded
+        flic.fromInjection.append(at.timeIntervalSince(sent) * 1000)
+        flic.fromReceipt.append(shiftedAt.timeIntervalSince(arrived) * 1000)
+        if i % 2 == 1 { clock.advance(86_400) }
+    }
+
     // A busy neighbourhood: adverts of a device nobody added.
     let before = cpuSeconds()
     let base = probe.handled.withLock { $0.count }
@@ -194,6 +247,11 @@ try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
         for (from, v) in [("mock asked to emit PropertiesChanged", run.fromInjection), ("PropertiesChanged taken off the bus by our D-Bus layer", run.fromReceipt)] {
             print("| \(name) | \(from) | " + String(format: "%.2f ms | %.2f ms | %.2f ms | %d |", percentile(v, 0.5), percentile(v, 0.99), v.max() ?? .nan, run.committed))
         }
+    }
+    print("Flic 2: \(flicPresses) presses (take, then undo), each pair on a night of its own")
+    for (from, v) in [("the notification set on the mock's characteristic", flic.fromInjection),
+                      ("the notification taken off the bus (PropertiesChanged)", flic.fromReceipt)] {
+        print("| Flic 2 | \(from) | " + String(format: "%.2f ms | %.2f ms | %.2f ms | %d |", percentile(v, 0.5), percentile(v, 0.99), v.max() ?? .nan, flic.committed))
     }
     print("feedback cues played from the events: \(probe.cues.withLock { $0 }) (one per committed press)")
     print(String(format: "CPU time of this process for %d adverts of an unknown device: %.3f s (%.3f s per 1,000; includes the D-Bus calls that inject them)",
