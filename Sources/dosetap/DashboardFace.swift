@@ -23,7 +23,16 @@ enum DashboardFace {
         let buttons = context.buttons.map { useCases in
             WebButtons(useCases: useCases,
                        scan: { try await ButtonUseCases.scan(seconds: $0, with: BlueZButtonScanner()) },
-                       levels: { (try? samples.latestLevels()) ?? [:] })
+                       levels: { (try? samples.latestLevels()) ?? [:] },
+                       pairFlic2: { address, seconds in
+                           let paired = try await Flic2Pairer.pair(address: address, seconds: seconds, logger: context.logger) { _ in }
+                           let volts = String(format: "%.2f", Double(paired.info.batteryMillivolts) / 1000)
+                           let serial = DisplayText.escaped(String(decoding: paired.info.serialNumber, as: UTF8.self))
+                           return WebButtons.Flic2Paired(
+                               pairing: paired.pairing.hex, ownName: String(validating: paired.info.name, as: UTF8.self),
+                               summary: "Verified a genuine Flic 2 (serial \(serial), battery \(volts) V, "
+                                   + "\(Flic2Battery.percent(millivolts: paired.info.batteryMillivolts)) %)")
+                       })
         }
         let dashboard = WebDashboard(doses: context.doses, events: context.events, clock: context.clock, secret: secret,
                                      logger: context.logger, databaseChanges: context.databaseChanges, alarms: context.alarms,

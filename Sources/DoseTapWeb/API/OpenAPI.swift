@@ -119,7 +119,7 @@ enum OpenAPIDocument {
           "get": { "summary": "The added buttons (dosetap button list --json) with battery and last press", "responses": { "200": { "description": "{buttons}" } } },
           "post": { "summary": "Add a button (dosetap button add)", "security": [ { "session": [], "csrf": [] } ],
             "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["address", "kind"], "properties": {
-              "address": { "type": "string" }, "kind": { "enum": ["bthome", "itag", "hid"] }, "name": { "type": "string" }, "bindkey": { "type": "string" } } } } } },
+              "address": { "type": "string" }, "kind": { "enum": ["bthome", "itag", "hid", "flic2"] }, "name": { "type": "string" }, "bindkey": { "type": "string" } } } } } },
             "responses": { "200": { "description": "{button, updated, keyChange}" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
         "/api/buttons/scan": { "post": { "summary": "Listen for nearby buttons (dosetap button scan --json)", "security": [ { "session": [], "csrf": [] } ],
           "requestBody": { "required": false, "content": { "application/json": { "schema": { "type": "object", "properties": { "seconds": { "type": "integer", "minimum": 1, "maximum": 30 } } } } } },

@@ -16,8 +16,25 @@ public final class WebButtons: Sendable {
         public var at: Date
     }
 
+    /// A Flic 2 paired: its pairing (40 hex digits, kept like a bindkey), the button's own name, and one line for the
+    /// person (serial and battery).
+    public struct Flic2Paired: Sendable {
+        public var pairing: String
+        public var ownName: String?
+        public var summary: String
+
+        public init(pairing: String, ownName: String?, summary: String) {
+            self.pairing = pairing
+            self.ownName = ownName
+            self.summary = summary
+        }
+    }
+
     let useCases: ButtonUseCases
     let scan: @Sendable (Int) async throws -> [ButtonUseCases.Candidate]
+    /// Pairs with the Flic 2 at an address, waiting so many seconds (the agent's `Flic2Pairer`); nil where the
+    /// dashboard cannot reach Bluetooth. Throws the one-line reason.
+    let pairFlic2: (@Sendable (String, Int) async throws -> Flic2Paired)?
     let levels: @Sendable () -> [String: (level: Double, at: Date)]
     private let presses = Mutex<[String: Press]>([:])
 
@@ -25,9 +42,11 @@ public final class WebButtons: Sendable {
     ///   - scan: listening for buttons for so many seconds (`ButtonUseCases.scan` through the machine's scanner).
     ///   - levels: the latest level of each power source ("button:<name>").
     public init(useCases: ButtonUseCases, scan: @escaping @Sendable (Int) async throws -> [ButtonUseCases.Candidate],
-                levels: @escaping @Sendable () -> [String: (level: Double, at: Date)] = { [:] }) {
+                levels: @escaping @Sendable () -> [String: (level: Double, at: Date)] = { [:] },
+                pairFlic2: (@Sendable (String, Int) async throws -> Flic2Paired)? = nil) {
         self.useCases = useCases
         self.scan = scan
+        self.pairFlic2 = pairFlic2
         self.levels = levels
     }
 
@@ -36,6 +55,28 @@ public final class WebButtons: Sendable {
     }
 
     public func lastPress(_ address: String) -> Press? { presses.withLock { $0[address.uppercased()] } }
+
+    /// How long the dashboard waits for a Flic 2 while pairing.
+    static let pairingSeconds = 45
+
+    /// Adds a button; a Flic 2 is paired first (the person holds it until it flashes, then asks). Returns the
+    /// outcome in one line.
+    func add(address: String, kind: ButtonKind, name: String?, bindkey: String?) async throws -> (ButtonUseCases.AddResult, String?) {
+        guard kind == .flic2 else { return (try useCases.add(address: address, kind: kind, name: name, bindkey: bindkey), nil) }
+        guard bindkey == nil else { throw UseCaseError("a Flic 2 has no bindkey: it is paired with") }
+        _ = try useCases.repository()
+        guard let pairFlic2 else { throw UseCaseError.unavailable("pairing a Flic 2 needs Bluetooth, which this dashboard cannot reach") }
+        guard BluetoothAddress(address) != nil else {
+            throw UseCaseError("invalid address '\(DisplayText.escaped(address, maxLength: 40))'")
+        }
+        let paired = try await pairFlic2(address, Self.pairingSeconds)
+        var chosen = name
+        if chosen == nil, let own = paired.ownName, !own.isEmpty,
+           (try? ButtonConfig(address: address, kind: .flic2, name: own, pairing: paired.pairing)) != nil {
+            chosen = own
+        }
+        return (try useCases.add(address: address, kind: .flic2, name: chosen, bindkey: nil, pairing: paired.pairing), paired.summary)
+    }
 
     /// Every added button with its battery and last press; the rows that cannot be used.
     func rows() throws -> ([ButtonsPage.Row], [UnusableButton]) {
@@ -105,9 +146,14 @@ struct ButtonsController: DashboardController {
             let kind = try WebDashboard.kind(form["kind"])
             let name = form["name"].flatMap { $0.isEmpty ? nil : $0 }
             let bindkey = form["bindkey"].flatMap { $0.isEmpty ? nil : $0 }
+            let outcome: Result<(ButtonUseCases.AddResult, String?), any Error>
+            do { outcome = .success(try await buttons.add(address: address, kind: kind, name: name, bindkey: bindkey)) } catch {
+                outcome = .failure(error)
+            }
             return try attempt {
-                let result = try useCases.add(address: address, kind: kind, name: name, bindkey: bindkey)
-                return "\(result.updated ? "updated" : "added") \(result.button.name) (\(result.button.address), \(result.button.kind.rawValue))"
+                let (result, paired) = try outcome.get()
+                return (paired.map { "\($0). " } ?? "")
+                    + "\(result.updated ? "updated" : "added") \(result.button.name) (\(result.button.address), \(result.button.kind.rawValue))"
                     + (result.keyChange.map { ". \($0.description)" } ?? "")
             }
         case "map":
@@ -144,16 +190,20 @@ struct ButtonsController: DashboardController {
     }
 
     @Sendable func apiAdd(_ request: Request, _ context: WebContext) async throws -> Response {
-        let useCases = buttons.useCases
+        let buttons = self.buttons
         let body = try await WebDashboard.jsonBody(request)
         let address = try WebDashboard.required(try WebDashboard.text(body, "address"), "address")
         let kind = try WebDashboard.kind(try WebDashboard.text(body, "kind"))
         let name = try WebDashboard.text(body, "name")
         let bindkey = try WebDashboard.text(body, "bindkey")
+        let outcome: Result<(ButtonUseCases.AddResult, String?), any Error>
+        do { outcome = .success(try await buttons.add(address: address, kind: kind, name: name, bindkey: bindkey)) } catch {
+            outcome = .failure(error)
+        }
         return dashboard.apiAnswer {
-            let result = try useCases.add(address: address, kind: kind, name: name, bindkey: bindkey)
+            let (result, paired) = try outcome.get()
             return .object([("button", result.button.json), ("updated", .bool(result.updated)),
-                            ("keyChange", .optional(result.keyChange?.description))])
+                            ("keyChange", .optional(result.keyChange?.description)), ("paired", .optional(paired))])
         }
     }
 
@@ -196,7 +246,7 @@ extension WebDashboard {
 
     static func kind(_ text: String?) throws -> ButtonKind {
         guard let text, let kind = ButtonKind(rawValue: text) else {
-            throw WebInputError(.badRequest, "kind must be bthome, itag or hid")
+            throw WebInputError(.badRequest, "kind must be bthome, itag, hid or flic2")
         }
         return kind
     }

@@ -46,7 +46,8 @@ enum ButtonsPage {
                     <input type="hidden" name="address" value="\(HTML.escape(c.address))"><input type="hidden" name="kind" value="\(HTML.escape(c.kind.rawValue))">
                     <label for="found-\(i)-name">Name</label><input id="found-\(i)-name" name="name" type="text" maxlength="64" value="\(HTML.escape(c.name ?? "", maxLength: 64))">
                     \(c.kind == .bthome ? "<label for=\"found-\(i)-key\">Bindkey (encrypted buttons, 32 hex digits)</label><input id=\"found-\(i)-key\" name=\"bindkey\" type=\"text\" maxlength=\"32\" autocomplete=\"off\">" : "")
-                    <button type="submit">Add \(name)</button></form></li>
+                    \(c.kind == .flic2 ? "<p>Hold the Flic 2 for 7 seconds until it flashes, then pair (it takes a few seconds).</p>" : "")
+                    <button type="submit">\(c.kind == .flic2 ? "Pair" : "Add") \(name)</button></form></li>
                     """
             }
             body += "</ul>"
@@ -55,7 +56,7 @@ enum ButtonsPage {
             <details><summary>Add by address</summary>
             <form method="post" action="/buttons/add" class="alarm-form">\(HTML.hiddenCSRF(csrf))
             <label for="add-address">Address</label><input id="add-address" name="address" type="text" required placeholder="AA:BB:CC:DD:EE:FF" autocomplete="off">
-            <label for="add-kind">Kind</label><select id="add-kind" name="kind"><option value="bthome">BTHome</option><option value="itag">iTag</option><option value="hid">HID remote</option></select>
+            <label for="add-kind">Kind</label><select id="add-kind" name="kind"><option value="bthome">BTHome</option><option value="itag">iTag</option><option value="hid">HID remote</option><option value="flic2">Flic 2 (hold it 7 s until it flashes first)</option></select>
             <label for="add-name">Name</label><input id="add-name" name="name" type="text" maxlength="64">
             <label for="add-key">Bindkey (BTHome, encrypted; optional)</label><input id="add-key" name="bindkey" type="text" maxlength="32" autocomplete="off">
             <button type="submit">Add button</button></form></details>
