@@ -45,7 +45,8 @@ struct WebFixture {
     ///   - cached: views kept by the data folder's generation (as in the agent); false: every request draws.
     init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil, soundProblem: String? = nil, motor: Bool = true,
          player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = [], cached: Bool = true,
-         rateLimit: RateLimiter = RateLimiter()) throws {
+         rateLimit: RateLimiter = RateLimiter(),
+         pairFlic2: (@Sendable (String, Int) async throws -> WebButtons.Flic2Paired)? = nil) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
         self.dir = dir
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
@@ -67,7 +68,7 @@ struct WebFixture {
         preview = SoundPreview(devices: devices.channels)
         alerts = AlertUseCases(store: DataStore(directory: dir), clock: clock, supplies: { [] }, events: events)
         buttons = WebButtons(useCases: ButtonUseCases(store: DataStore(directory: dir), events: events), scan: { _ in found },
-                             levels: { ["button:Bedside": (level: 41, at: start)] })
+                             levels: { ["button:Bedside": (level: 41, at: start)] }, pairFlic2: pairFlic2)
         let watcher = cached ? try DirectoryWatcher(directory: dir.path) : nil
         self.watcher = watcher
         dashboard = WebDashboard(doses: doses, events: events, clock: clock, secret: secret, logger: Logger(label: "test") { _ in logs },

@@ -233,6 +233,52 @@ struct ButtonsPageTests {
         }
     }
 
+    static let flicPairing = "78563412000102030405060708090a0b0c0d0e0f"
+
+    @Test("a Flic 2 is paired from the page and the API; its pairing is never shown; a refused pairing is one line; no Bluetooth, no pairing")
+    func flic2() async throws {
+        let asked = LockedBox<[String]>([])
+        let f = try WebFixture(found: [ButtonUseCases.Candidate(kind: .flic2, address: "80:E4:DA:70:12:34", name: "F2", rssi: -50, connected: false)],
+                               pairFlic2: { address, seconds in
+                                   asked.mutate { $0.append("\(address) \(seconds)") }
+                                   if address.hasSuffix("99") {
+                                       throw UseCaseError("pairing failed: the button is not in pairing mode: hold it for 7 seconds until it flashes, then try again")
+                                   }
+                                   return WebButtons.Flic2Paired(pairing: Self.flicPairing, ownName: "F2 nightstand",
+                                                                 summary: "Verified a genuine Flic 2 (serial BG00-T00001, battery 3.00 V, 100 %)")
+                               })
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let scan = try await client.execute(uri: "/buttons/scan", method: .post, headers: formHeaders(cookie),
+                                                body: ByteBuffer(string: "csrf=\(csrf)&seconds=2"))
+            #expect(scan.text.contains("Hold the Flic 2 for 7 seconds until it flashes, then pair") && scan.text.contains("Pair F2</button>"))
+            let (_, listed) = try await client.post("/buttons/add", "csrf=\(csrf)&address=80%3AE4%3ADA%3A70%3A12%3A34&kind=flic2",
+                                                    cookie: cookie, then: "/buttons")
+            #expect(listed.text.contains("<strong>Saved:</strong> Verified a genuine Flic 2 (serial BG00-T00001, battery 3.00 V, 100 %). added F2 nightstand (80:E4:DA:70:12:34, flic2)"),
+                    "\(listed.text)")
+            #expect(!listed.text.contains(Self.flicPairing))
+            let (_, refused) = try await client.post("/buttons/add", "csrf=\(csrf)&address=80%3AE4%3ADA%3A70%3A12%3A99&kind=flic2&name=Other",
+                                                     cookie: cookie, then: "/buttons")
+            #expect(refused.text.contains("<strong>Not saved:</strong> pairing failed: the button is not in pairing mode: hold it for 7 seconds"))
+            let withKey = try await client.execute(uri: "/api/buttons", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: #"{"address": "80:e4:da:70:12:35", "kind": "flic2", "bindkey": "00112233445566778899aabbccddeeff"}"#))
+            #expect(withKey.status == .badRequest && withKey.text.contains("a Flic 2 has no bindkey"))
+            let api = try await client.execute(uri: "/api/buttons", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                               body: ByteBuffer(string: #"{"address": "80:e4:da:70:12:36", "kind": "flic2", "name": "Hall"}"#))
+            #expect(api.status == .ok && (api.json["paired"] as? String)?.hasPrefix("Verified a genuine Flic 2") == true)
+            let list = try await client.execute(uri: "/api/buttons", method: .get, headers: headers(cookie))
+            #expect(!list.text.contains(Self.flicPairing) && list.text.contains("\"flic2\""))
+        }
+        #expect(asked.value == ["80:E4:DA:70:12:34 45", "80:E4:DA:70:12:99 45", "80:e4:da:70:12:36 45"])
+        let none = try WebFixture()
+        try await none.application.test(.router) { client in
+            let (cookie, csrf) = try await none.pair(client)
+            let (_, listed) = try await client.post("/buttons/add", "csrf=\(csrf)&address=80%3AE4%3ADA%3A70%3A12%3A34&kind=flic2",
+                                                    cookie: cookie, then: "/buttons")
+            #expect(listed.text.contains("<strong>Not saved:</strong> pairing a Flic 2 needs Bluetooth, which this dashboard cannot reach"))
+        }
+    }
+
     @Test("the API: list with battery and last press, add, map, scan, delete; bad input is a 4xx with one line")
     func api() async throws {
         let f = try WebFixture(found: [Self.evil])
@@ -452,4 +498,13 @@ struct LivePartsTests {
             #expect(page.text.contains("<html lang=\"en\">"))
         }
     }
+}
+
+/// A value several tasks change under a lock (a test's record of calls).
+final class LockedBox<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
 }
