@@ -158,7 +158,7 @@ struct StoreHardeningTests {
             return out
         }
         #expect(failures == [])
-        #expect(try DoseTapDatabase(directory: url).appliedMigrations().count == 10)
+        #expect(try DoseTapDatabase(directory: url).appliedMigrations().count == 11)
     }
 
     @Test("a reader opens and reads while another connection holds a write transaction")

@@ -23,11 +23,11 @@ struct StoreTests {
     func create() throws {
         let dir = try temporaryDirectory()
         let db = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held"])
+        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2"])
         #expect(try db.journalMode() == "wal")
         // Re-opening runs no migration twice.
         let again = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held"])
+        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2"])
     }
 
     /// GRDB's pool sets `synchronous = NORMAL` on its writer after the configuration's own set-up: in WAL mode
@@ -347,6 +347,7 @@ struct ClearedTablesTests {
                 INSERT INTO reminder_fired VALUES ('s', 'dose2', 1, 1);
                 INSERT INTO battery_sample (at, level, on_ac, status) VALUES (1, 50, 0, 'discharging');
                 INSERT INTO button (address, kind, name, bindkey, mapping, added_at) VALUES ('A4:C1:38:00:00:01', 'bthome', 'b', 'k', '{}', 1);
+                INSERT INTO button_progress VALUES ('A4:C1:38:00:00:01', 1, 1);
                 INSERT INTO alert_source (name) VALUES ('BAT0');
                 INSERT INTO alert_state VALUES ('BAT0', '{}');
                 INSERT INTO alert_history (at, source, usage, level) VALUES (1, 'BAT0', 90, 'warning');
