@@ -251,4 +251,40 @@ struct DoseInputFeedbackTests {
         #expect(cue?.event == .doseRecorded)
         #expect(cue?.title.hasPrefix("Dose 1") == true)
     }
+
+    @Test("a Flic 2's own gestures: single → Dose 1; an old queued press refused as stale; while an alarm rings single Stops and double Snoozes; another kind or address does nothing")
+    func flic2Gestures() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-pipeline-\(UUID().uuidString)")
+        let db = try DoseTapDatabase(directory: dir)
+        let flic = "80:E4:DA:70:12:34"
+        let repo = DoseRepository(database: db)
+        let alarms = FakeRingingAlarms()
+        let pipeline = ButtonPipeline(buttons: [try ButtonConfig(address: flic, kind: .flic2, name: "nightstand",
+                                                                 pairing: String(repeating: "0f", count: 20))],
+                                      doses: DoseUseCases(repository: repo, clock: clock), samples: BatterySampleRepository(database: db),
+                                      events: nil, clock: clock, logger: Logger(label: "t"), alarms: alarms)
+        let now = clock.now()
+        // Not the button's kind, not an added address: nothing.
+        #expect(pipeline.handle(.gesture(address: flic, kind: .itag, .single, pressedAt: now)).isEmpty)
+        #expect(pipeline.handle(.gesture(address: "80:E4:DA:70:99:99", kind: .flic2, .single, pressedAt: now)).isEmpty)
+        // Queued while out of reach, two minutes old: refused by the one policy.
+        let old = pipeline.handle(.gesture(address: flic, kind: .flic2, .single, pressedAt: now.addingTimeInterval(-120)))
+        #expect(old.count == 1)
+        if case .refused(let refusal, _)? = old.first { #expect(refusal.message.contains("120 s old")) } else { Issue.record("\(old)") }
+        // Just pressed: Dose 1.
+        let taken = pipeline.handle(.gesture(address: flic, kind: .flic2, .single, pressedAt: now))
+        #expect(taken.count == 1 && { if case .recorded = taken[0] { true } else { false } }())
+        #expect(try repo.count() == 1)
+        // While an alarm rings: double Snoozes, single Stops, hold does nothing; never a dose.
+        alarms.ringing.withLock { $0 = true }
+        #expect(pipeline.handle(.gesture(address: flic, kind: .flic2, .double, pressedAt: now)).isEmpty)
+        alarms.ringing.withLock { $0 = true }
+        #expect(pipeline.handle(.gesture(address: flic, kind: .flic2, .hold, pressedAt: now)).isEmpty)
+        #expect(pipeline.handle(.gesture(address: flic, kind: .flic2, .single, pressedAt: now)).isEmpty)
+        #expect(alarms.answers.withLock { $0 } == ["snooze:button", "stop:button"])
+        #expect(try repo.count() == 1)
+        // The battery, as a sample of button:<name>.
+        _ = pipeline.handle(.battery(address: flic, kind: .flic2, level: 80, at: now))
+        #expect(try BatterySampleRepository(database: db).latestLevels()["button:nightstand"]?.level == 80)
+    }
 }

@@ -65,6 +65,23 @@ struct Flic2AgentTests {
             // It made the link for pairing, and dropped it.
             #expect(try await Self.mock(setup.mock, setup.peer.device, "GetMethodCalls", [.string("Disconnect")]).first?.array?.count == 1)
 
+            // button test: quick verify, the gesture printed, nothing acted on.
+            let (testExe, testArgv) = cli.command(["button", "test", "--seconds", "6"], scenario: nil, fakeTime: nil)
+            let out = LineBuffer()
+            let tested = try await Subprocess.run(
+                testExe, arguments: Arguments(testArgv), environment: cli.environment(extra: setup.environment),
+                input: .none, output: .sequence, error: .discarded
+            ) { execution in
+                let reader = Task { for try await line in execution.standardOutput.strings() { out.append(line) } }
+                for _ in 0..<250 where !setup.peer.withButton({ $0.isConnected }) { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(setup.peer.withButton { $0.isConnected }, "button test never verified")
+                setup.peer.press(.single)
+                #expect(await out.wait(for: "nightstand: single → take (not acted on)", timeout: 5) != nil, "\(out.all)")
+                _ = try? await reader.value
+            }
+            #expect(tested.terminationStatus == .exited(0))
+            #expect(try await Self.mock(setup.mock, setup.peer.device, "GetMethodCalls", [.string("Disconnect")]).first?.array?.count == 2)
+
             let log = LineBuffer()
             let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
             let result = try await Subprocess.run(
@@ -178,7 +195,7 @@ struct Flic2AgentTests {
             let add = try await cli.run(["button", "add", Self.address, "--kind", "flic2", "--seconds", "20"], env: setup.environment)
             #expect(add.exitCode != 0)
             let expected = [
-                "public": "dosetap: pairing failed: the button is not in pairing mode: hold it for 7 seconds until it flashes, then try again",
+                "public": "dosetap: pairing failed: the button is not in pairing mode (a Flic 2 paired with a phone or hub refuses others until then): hold it for 7 seconds until it flashes, then try again",
                 "address": "dosetap: pairing failed: verify failed: the button's certificate is for 80:E4:DA:70:99:99, not the device we connected to",
                 "factory": "dosetap: pairing failed: verify failed: the button's certificate is not signed by Flic (not a genuine Flic 2)",
             ][problem]!

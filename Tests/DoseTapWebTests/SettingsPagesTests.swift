@@ -242,7 +242,7 @@ struct ButtonsPageTests {
                                pairFlic2: { address, seconds in
                                    asked.mutate { $0.append("\(address) \(seconds)") }
                                    if address.hasSuffix("99") {
-                                       throw UseCaseError("pairing failed: the button is not in pairing mode: hold it for 7 seconds until it flashes, then try again")
+                                       throw UseCaseError("pairing failed: the button is not in pairing mode (a Flic 2 paired with a phone or hub refuses others until then): hold it for 7 seconds until it flashes, then try again")
                                    }
                                    return WebButtons.Flic2Paired(pairing: Self.flicPairing, ownName: "F2 nightstand",
                                                                  summary: "Verified a genuine Flic 2 (serial BG00-T00001, battery 3.00 V, 100 %)")
@@ -259,7 +259,7 @@ struct ButtonsPageTests {
             #expect(!listed.text.contains(Self.flicPairing))
             let (_, refused) = try await client.post("/buttons/add", "csrf=\(csrf)&address=80%3AE4%3ADA%3A70%3A12%3A99&kind=flic2&name=Other",
                                                      cookie: cookie, then: "/buttons")
-            #expect(refused.text.contains("<strong>Not saved:</strong> pairing failed: the button is not in pairing mode: hold it for 7 seconds"))
+            #expect(refused.text.contains("<strong>Not saved:</strong> pairing failed: the button is not in pairing mode (a Flic 2 paired with a phone or hub refuses others until then): hold it for 7 seconds"), "\(refused.text)")
             let withKey = try await client.execute(uri: "/api/buttons", method: .post, headers: headers(cookie, csrf: csrf, json: true),
                                                    body: ByteBuffer(string: #"{"address": "80:e4:da:70:12:35", "kind": "flic2", "bindkey": "00112233445566778899aabbccddeeff"}"#))
             #expect(withKey.status == .badRequest && withKey.text.contains("a Flic 2 has no bindkey"))

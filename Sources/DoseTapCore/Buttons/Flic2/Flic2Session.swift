@@ -356,7 +356,7 @@ public enum Flic2Failure: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notInPublicMode: "the button is not in pairing mode: hold it for 7 seconds until it flashes, then try again"
+        case .notInPublicMode: "the button is not in pairing mode (a Flic 2 paired with a phone or hub refuses others until then): hold it for 7 seconds until it flashes, then try again"
         case .verifierRefused: "verify failed: the button refused our key exchange"
         case .badCertificate: "verify failed: the button's certificate is not signed by Flic (not a genuine Flic 2)"
         case .addressMismatch(let named): "verify failed: the button's certificate is for \(named), not the device we connected to"
