@@ -56,7 +56,12 @@ public enum Flic2KeySchedule {
     /// SHA-256(shared secret ‖ variant ‖ button random ‖ client random ‖ request-2 flags).
     public static func fullVerifySecret(_ crypto: some Flic2Crypto, sharedSecret: [UInt8], variant: UInt8,
                                         buttonRandom: [UInt8], clientRandom: [UInt8], flags: UInt8) -> [UInt8] {
-        crypto.sha256(sharedSecret + [variant] + buttonRandom + clientRandom + [flags])
+        var input = sharedSecret
+        input.append(variant)
+        input += buttonRandom
+        input += clientRandom
+        input.append(flags)
+        return crypto.sha256(input)
     }
 
     public struct FullVerifyKeys: Sendable, Equatable {
@@ -81,7 +86,10 @@ public enum Flic2KeySchedule {
     public static func quickVerifySessionKey(pairingKey: [UInt8], clientRandom: [UInt8], flags: UInt8,
                                              buttonRandom: [UInt8]) -> [UInt8]? {
         guard clientRandom.count == 7, buttonRandom.count == 8, let keys = ChaskeyKeys(key: pairingKey) else { return nil }
-        return Chaskey.mac(clientRandom + [flags] + buttonRandom, keys: keys)
+        var block = clientRandom
+        block.append(flags)
+        block += buttonRandom
+        return Chaskey.mac(block, keys: keys)
     }
 
     /// Who sent a packet: the MAC differs by direction, so a packet cannot be reflected back.
@@ -93,7 +101,10 @@ public enum Flic2KeySchedule {
     /// A packet's 5-byte MAC: Chaskey-LTS of counter (64 bits) ‖ direction (32) ‖ zero (32) ‖ packet, truncated.
     /// Each direction counts its packets from 0, so a replayed, dropped or reordered packet does not verify.
     public static func mac(_ packet: [UInt8], keys: ChaskeyKeys, direction: Direction, counter: UInt64) -> [UInt8] {
-        let prefix = flic2LittleEndian(counter, 8) + flic2LittleEndian(UInt64(direction.rawValue), 4) + [0, 0, 0, 0]
-        return Array(Chaskey.mac(prefix + packet, keys: keys).prefix(Flic2Packets.macLength))
+        var message = flic2LittleEndian(counter, 8)
+        message += flic2LittleEndian(UInt64(direction.rawValue), 4)
+        message += [0, 0, 0, 0]
+        message += packet
+        return Array(Chaskey.mac(message, keys: keys).prefix(Flic2Packets.macLength))
     }
 }

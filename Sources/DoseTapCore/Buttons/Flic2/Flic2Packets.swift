@@ -58,6 +58,22 @@ struct Flic2Reader {
     mutating func u32() -> UInt32? { uint(4).map { UInt32($0) } }
 }
 
+/// Builds a packet field by field (one statement each: long `+` chains are slow to type-check).
+struct Flic2Writer {
+    private(set) var bytes: [UInt8]
+
+    init(_ opcode: UInt8) { bytes = [opcode] }
+
+    mutating func u8(_ value: UInt8) { bytes.append(value) }
+    mutating func uint(_ value: UInt64, _ count: Int) { bytes += flic2LittleEndian(value, count) }
+    mutating func append(_ more: [UInt8]) { bytes += more }
+    /// `more`, cut or padded with zeros to `count` bytes.
+    mutating func fixed(_ more: [UInt8], _ count: Int) {
+        bytes += more.prefix(count)
+        if more.count < count { bytes += [UInt8](repeating: 0, count: count - more.count) }
+    }
+}
+
 func flic2LittleEndian(_ value: UInt64, _ count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
 }
@@ -76,24 +92,36 @@ public enum Flic2Packets {
     public static let fullVerifyRequest2Flags: UInt8 = 0
 
     public static func fullVerifyRequest2(publicKey: [UInt8], clientRandom: [UInt8], verifier: [UInt8]) -> [UInt8] {
-        [Flic2Opcode.ToButton.fullVerifyRequest2WithoutAppToken.rawValue] + publicKey + clientRandom
-            + [fullVerifyRequest2Flags] + verifier
+        var w = Flic2Writer(Flic2Opcode.ToButton.fullVerifyRequest2WithoutAppToken.rawValue)
+        w.append(publicKey)
+        w.append(clientRandom)
+        w.u8(fullVerifyRequest2Flags)
+        w.append(verifier)
+        return w.bytes
     }
 
     public static let quickVerifyRequestFlags: UInt8 = 0
 
     public static func quickVerifyRequest(clientRandom: [UInt8], tmpID: UInt32, pairingID: UInt32) -> [UInt8] {
-        [Flic2Opcode.ToButton.quickVerifyRequest.rawValue] + clientRandom + [quickVerifyRequestFlags]
-            + flic2LittleEndian(UInt64(tmpID), 4) + flic2LittleEndian(UInt64(pairingID), 4)
+        var w = Flic2Writer(Flic2Opcode.ToButton.quickVerifyRequest.rawValue)
+        w.append(clientRandom)
+        w.u8(quickVerifyRequestFlags)
+        w.uint(UInt64(tmpID), 4)
+        w.uint(UInt64(pairingID), 4)
+        return w.bytes
     }
 
     /// Asks for button events after `eventCount` of boot `bootID`; queued ones (at most 31, of any age) come first.
     /// The auto-disconnect time 511 means never.
     public static func initButtonEvents(eventCount: UInt32, bootID: UInt32, maxQueuedPackets: UInt8 = 31,
                                         maxQueuedAge: UInt32 = 0xFFFFF) -> [UInt8] {
-        let bits = UInt64(511) | UInt64(maxQueuedPackets & 0x1F) << 9 | UInt64(maxQueuedAge & 0xFFFFF) << 14
-        return [Flic2Opcode.ToButton.initButtonEventsLightRequest.rawValue] + flic2LittleEndian(UInt64(eventCount), 4)
-            + flic2LittleEndian(UInt64(bootID), 4) + flic2LittleEndian(bits, 5)
+        let queued: UInt64 = UInt64(maxQueuedPackets & 0x1F) << 9
+        let age: UInt64 = UInt64(maxQueuedAge & 0xFFFFF) << 14
+        var w = Flic2Writer(Flic2Opcode.ToButton.initButtonEventsLightRequest.rawValue)
+        w.uint(UInt64(eventCount), 4)
+        w.uint(UInt64(bootID), 4)
+        w.uint(511 | queued | age, 5)
+        return w.bytes
     }
 
     public static func ackButtonEvents(eventCount: UInt32) -> [UInt8] {
@@ -144,8 +172,15 @@ public enum Flic2Packets {
         }
 
         public var encoded: [UInt8] {
-            [Flic2Opcode.FromButton.fullVerifyResponse1.rawValue] + flic2LittleEndian(UInt64(tmpID), 4) + signature + address
-                + [addressType] + publicKey + buttonRandom + [isInPublicMode ? 0x02 : 0]
+            var w = Flic2Writer(Flic2Opcode.FromButton.fullVerifyResponse1.rawValue)
+            w.uint(UInt64(tmpID), 4)
+            w.append(signature)
+            w.append(address)
+            w.u8(addressType)
+            w.append(publicKey)
+            w.append(buttonRandom)
+            w.u8(isInPublicMode ? 0x02 : 0)
+            return w.bytes
         }
     }
 
@@ -177,11 +212,15 @@ public enum Flic2Packets {
         }
 
         public var encoded: [UInt8] {
-            let name = Array(self.name.prefix(23))
-            return [Flic2Opcode.FromButton.fullVerifyResponse2.rawValue, 0x01] + buttonUUID + [UInt8(name.count)]
-                + name + [UInt8](repeating: 0, count: 23 - name.count) + flic2LittleEndian(UInt64(firmwareVersion), 4)
-                + flic2LittleEndian(UInt64(batteryLevel), 2) + Array(serialNumber.prefix(11))
-                + [UInt8](repeating: 0, count: max(0, 11 - serialNumber.count))
+            var w = Flic2Writer(Flic2Opcode.FromButton.fullVerifyResponse2.rawValue)
+            w.u8(0x01)
+            w.fixed(buttonUUID, 16)
+            w.u8(UInt8(min(name.count, 23)))
+            w.fixed(name, 23)
+            w.uint(UInt64(firmwareVersion), 4)
+            w.uint(UInt64(batteryLevel), 2)
+            w.fixed(serialNumber, 11)
+            return w.bytes
         }
     }
 
@@ -202,7 +241,11 @@ public enum Flic2Packets {
         }
 
         public var encoded: [UInt8] {
-            [Flic2Opcode.FromButton.quickVerifyResponse.rawValue] + buttonRandom + flic2LittleEndian(UInt64(tmpID), 4) + [0]
+            var w = Flic2Writer(Flic2Opcode.FromButton.quickVerifyResponse.rawValue)
+            w.append(buttonRandom)
+            w.uint(UInt64(tmpID), 4)
+            w.u8(0)
+            return w.bytes
         }
     }
 
@@ -238,8 +281,12 @@ public enum Flic2Packets {
         public var encoded: [UInt8] {
             let opcode = newBootID == nil ? Flic2Opcode.FromButton.initButtonEventsResponseWithoutBootID
                 : Flic2Opcode.FromButton.initButtonEventsResponseWithBootID
-            return [opcode.rawValue] + flic2LittleEndian((hasQueuedEvents ? 1 : 0) | (timestamp & 0x7FFF_FFFF_FFFF) << 1, 6)
-                + flic2LittleEndian(UInt64(eventCount), 4) + (newBootID.map { flic2LittleEndian(UInt64($0), 4) } ?? [])
+            var w = Flic2Writer(opcode.rawValue)
+            let stamp: UInt64 = (timestamp & 0x7FFF_FFFF_FFFF) << 1
+            w.uint(stamp | (hasQueuedEvents ? 1 : 0), 6)
+            w.uint(UInt64(eventCount), 4)
+            if let newBootID { w.uint(UInt64(newBootID), 4) }
+            return w.bytes
         }
     }
 
@@ -298,11 +345,15 @@ public enum Flic2Packets {
         }
 
         public var encoded: [UInt8] {
-            [Flic2Opcode.FromButton.buttonEventNotification.rawValue] + flic2LittleEndian(UInt64(pressCounter), 4)
-                + items.flatMap {
-                    flic2LittleEndian($0.timestamp & 0xFFFF_FFFF_FFFF, 6)
-                        + [$0.encoded | ($0.wasQueued ? 0x10 : 0) | ($0.wasQueuedLast ? 0x20 : 0)]
-                }
+            var w = Flic2Writer(Flic2Opcode.FromButton.buttonEventNotification.rawValue)
+            w.uint(UInt64(pressCounter), 4)
+            for item in items {
+                w.uint(item.timestamp & 0xFFFF_FFFF_FFFF, 6)
+                let queued: UInt8 = item.wasQueued ? 0x10 : 0
+                let last: UInt8 = item.wasQueuedLast ? 0x20 : 0
+                w.u8(item.encoded | queued | last)
+            }
+            return w.bytes
         }
 
         /// Each item's event count, worked back from the counter after the last: each press moves the counter
