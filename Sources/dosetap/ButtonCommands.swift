@@ -68,13 +68,7 @@ struct ButtonCommand: AsyncParsableCommand {
 
         /// The full verify with the button, with a line at each step; the one-line reason when it fails.
         private func pairFlic2() async throws -> Flic2Pairer.Paired {
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = .error
-                return EscapingLogHandler(handler)
-            }
-            var logger = Logger(label: "dosetap.cli")
-            logger.logLevel = .error
+            let logger = buttonCommandLogging(.error)
             printLine("Hold the Flic 2 for 7 seconds until it flashes (pairing mode); looking for it at \(address) (up to \(seconds) s)…")
             let paired = try await failing {
                 try await Flic2Pairer.pair(address: address, seconds: seconds, logger: logger) { printLine($0) }
@@ -175,14 +169,7 @@ struct ButtonCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            // The pipeline logs device names: no raw control character reaches the terminal.
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = .warning
-                return EscapingLogHandler(handler)
-            }
-            var logger = Logger(label: "dosetap.cli")
-            logger.logLevel = .warning
+            let logger = buttonCommandLogging(.warning)
             let service = try failing {
                 try ButtonService.observing(ButtonCommand.useCases(location), logger: logger) { intent in
                     printLine("\(DisplayText.escaped(intent.button.name)): \(intent.gesture.rawValue) → \(intent.action.rawValue) (not acted on)")
@@ -195,6 +182,19 @@ struct ButtonCommand: AsyncParsableCommand {
             _ = try? await task.value
         }
     }
+}
+
+/// Logging for a button command that talks to BlueZ: to stderr from `level` up, escaped (the pipeline and the GATT
+/// client log device names: no raw control character reaches the terminal).
+func buttonCommandLogging(_ level: Logger.Level) -> Logger {
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return EscapingLogHandler(handler)
+    }
+    var logger = Logger(label: "dosetap.cli")
+    logger.logLevel = level
+    return logger
 }
 
 extension ButtonKind: ExpressibleByArgument {}

@@ -275,8 +275,11 @@ struct DoseInputFeedbackTests {
         let taken = pipeline.handle(.gesture(address: flic, kind: .flic2, .single, pressedAt: now))
         #expect(taken.count == 1 && { if case .recorded = taken[0] { true } else { false } }())
         #expect(try repo.count() == 1)
-        // While an alarm rings: double Snoozes, single Stops, hold does nothing; never a dose.
+        // While an alarm rings: a press queued minutes ago answers nothing; double Snoozes, single Stops, hold does
+        // nothing; never a dose.
         alarms.ringing.withLock { $0 = true }
+        #expect(pipeline.handle(.gesture(address: flic, kind: .flic2, .single, pressedAt: now.addingTimeInterval(-120))).isEmpty)
+        #expect(alarms.answers.withLock { $0 }.isEmpty && alarms.isRinging)
         #expect(pipeline.handle(.gesture(address: flic, kind: .flic2, .double, pressedAt: now)).isEmpty)
         alarms.ringing.withLock { $0 = true }
         #expect(pipeline.handle(.gesture(address: flic, kind: .flic2, .hold, pressedAt: now)).isEmpty)

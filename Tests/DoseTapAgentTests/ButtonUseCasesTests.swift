@@ -165,6 +165,21 @@ struct ButtonUseCasesTests {
         #expect(found.last?.json.text == #"{"kind":"hid","address":"AA:AA:AA:AA:AA:05","name":"Remote","rssi":null,"connected":true}"#)
     }
 
+    @Test("scan candidates: a Flic 2 by its service (any case); a look-alike UUID is not one")
+    func flic2Candidate() {
+        let now = Date()
+        func advert(_ address: String, _ uuid: String) -> BLEAdvert {
+            BLEAdvert(address: address, name: "F2", rssi: -55, serviceData: [:], manufacturerData: [:], uuids: [uuid], receivedAt: now)
+        }
+        let found = ButtonUseCases.candidates(adverts: [
+            advert("80:E4:DA:70:12:34", "00420000-8F59-4420-870D-84F3B617E493"),
+            advert("80:E4:DA:70:12:35", "00420001-8f59-4420-870d-84f3b617e493"),  // a characteristic's UUID, not the service
+            advert("80:E4:DA:70:12:36", "00c90000-2cbd-4f2a-a725-5ccd960ffb7d"),  // a Flic Twist: another protocol
+        ], remotes: [])
+        #expect(found.map(\.address) == ["80:E4:DA:70:12:34"])
+        #expect(found.map(\.kind) == [.flic2])
+    }
+
     /// A scanner that hears what it is told (or fails as BlueZ's absence does), and records what it was asked.
     final class ListScanner: ButtonScanner, @unchecked Sendable {
         let heard: [BLEAdvert]

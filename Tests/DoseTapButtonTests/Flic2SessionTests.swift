@@ -309,6 +309,16 @@ struct Flic2SessionTests {
         #expect(link.gestures == [.single])
     }
 
+    @Test("another app's verify traffic on connection 0 (no free slots, a refusal) does not touch an established session")
+    func connectionZero() throws {
+        var (link, _) = try Self.paired()
+        link.fromButton([[0x00, Flic2Opcode.FromButton.noLogicalConnectionSlotsInd.rawValue, 1, 2, 3, 4]])
+        link.fromButton([[0x00, Flic2Opcode.FromButton.fullVerifyFailResponse.rawValue, 1]])
+        #expect(link.ended == nil)
+        link.press(.single)
+        #expect(link.gestures == [.single])
+    }
+
     @Test("fragments out of order: the certificate or the MAC refuses the packet they make", arguments: [0, 1])
     func fragmentsOutOfOrder(which: Int) {
         var link = Link(.pair, button: SimulatedFlic2Button(address: Self.address))

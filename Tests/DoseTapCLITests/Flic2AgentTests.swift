@@ -177,6 +177,43 @@ struct Flic2AgentTests {
         }
     }
 
+    @Test("a pairing the button no longer knows (reset, or paired away): the agent says so as an error, once, and the button never acts")
+    func forgottenPairing() async throws {
+        let cli = try CLI()
+        try await PrivateBus.run(mockTemplate: "bluez5", system: true) { bus in
+            let setup = try await Self.setUp(bus) { SimulatedFlic2Button(address: $0, factory: $1) }
+            let add = try await cli.run(["button", "add", Self.address, "--kind", "flic2", "--name", "nightstand", "--seconds", "30"],
+                                        env: setup.environment)
+            #expect(add.exitCode == 0, "\(add.err)")
+            setup.peer.withButton { $0.forgetPairings() }
+            let log = LineBuffer()
+            let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+            let result = try await Subprocess.run(
+                exe, arguments: Arguments(argv), environment: cli.environment(extra: setup.environment),
+                input: .none, output: .discarded, error: .sequence
+            ) { execution in
+                let reader = Task { for try await line in execution.standardError.strings() { log.append(line) } }
+                let all = { log.all.joined(separator: "\n") }
+                let stopped = "Flic 2 stopped: its pairing no longer works, so it never acts until it is added again"
+                #expect(await log.wait(for: stopped, timeout: 20) != nil, "\(all())")
+                #expect(log.all.contains { $0.contains(stopped) && $0.contains(" error ") && $0.contains("paired elsewhere") }, "\(all())")
+                // Its retries (1 s, then 2 s apart: connects beyond pairing's and the agent's first) say nothing more.
+                var connects = 0
+                for _ in 0..<150 where connects < 4 {
+                    connects = try await Self.mock(setup.mock, setup.peer.device, "GetMethodCalls", [.string("Connect")]).first?.array?.count ?? 0
+                    if connects < 4 { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                #expect(connects >= 4, "\(all())")
+                #expect(log.count(stopped) == 1, "\(all())")
+                #expect(log.count("Flic 2 verified") == 0)
+                try execution.send(signal: .terminate)
+                _ = try? await reader.value
+            }
+            #expect(result.terminationStatus == .exited(0))
+        }
+        #expect(try DoseRepository(database: try DoseTapDatabase(directory: cli.dataDirectory)).count() == 0)
+    }
+
     @Test("refused pairings: not in pairing mode, a certificate for another address, a button that is not a genuine Flic 2",
           arguments: ["public", "address", "factory"])
     func refusedPairing(_ problem: String) async throws {

@@ -132,6 +132,15 @@ public final class ButtonPipeline: Sendable {
         for intent in intents {
             let name = DisplayText.escaped(intent.button.name)
             if let alarms, alarms.claimsButtons(at: clock.now()) {
+                // A press made long before it arrived (queued in a Flic 2 out of reach, an old HID event) was not
+                // meant for this alarm: it neither stops nor snoozes it (nor is it a dose).
+                let age = clock.now().timeIntervalSince(intent.at)
+                guard abs(age) <= DoseRules.maximumInputAge else {
+                    logger.notice("button press too old to answer the alarm: ignored", metadata: [
+                        "button": "\(name)", "gesture": "\(intent.gesture.rawValue)", "age": "\(Int(abs(age).rounded())) s",
+                    ])
+                    continue
+                }
                 answerAlarm(alarms, intent, name: name)
                 continue
             }

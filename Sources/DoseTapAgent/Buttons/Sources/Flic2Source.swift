@@ -244,9 +244,16 @@ final class Flic2Conversation: GATTConversation, @unchecked Sendable {
                 report(.battery(millivolts: millivolts, at: at ?? now()))
             case .ended(let failure):
                 if firstTime(failure.description) {
-                    logger?.warning("Flic 2 session ended: nothing more is acted on until it verifies again", metadata: [
-                        "button": "\(name)", "reason": "\(failure)",
-                    ])
+                    switch failure {
+                    case .pairingUnknown, .storedPairingUnusable:
+                        // Only the person can mend this (pair again): an error, and the button never acts meanwhile.
+                        logger?.error("Flic 2 stopped: its pairing no longer works, so it never acts until it is added again (dosetap button add --kind flic2)",
+                                      metadata: ["button": "\(name)", "reason": "\(failure)"])
+                    default:
+                        logger?.warning("Flic 2 session ended: nothing more is acted on until it verifies again", metadata: [
+                            "button": "\(name)", "reason": "\(failure)",
+                        ])
+                    }
                 }
                 reply.end = "Flic 2: \(failure)"
             }

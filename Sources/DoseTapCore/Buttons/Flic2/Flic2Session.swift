@@ -130,10 +130,14 @@ public struct Flic2Session: Sendable {
         case .waitFullVerify1(let tmpID):
             return fullVerify1(bytes, packet.header, tmpID: tmpID)
         case .waitFullVerify2(let fullKeys):
+            // Connection 0 carries other apps' verify traffic (their refusals, "no slots"): only a refusal is ours.
+            if packet.header.connectionID == 0, bytes[0] != Flic2Opcode.FromButton.fullVerifyFailResponse.rawValue { return [] }
             return fullVerify2(bytes, fullKeys)
         case .waitQuickVerify(let tmpID, let clientRandom, let pairing):
             return quickVerify(bytes, packet.header, tmpID: tmpID, clientRandom: clientRandom, pairing: pairing)
         case .established:
+            // Connection 0 is not a verified session's: other apps' verify traffic, never ours to act on or to die of.
+            guard packet.header.connectionID != 0 else { return [] }
             guard let body = verified(bytes) else { return end(.badMAC(opcode: bytes[0])) }
             return established(body)
         }
