@@ -235,6 +235,11 @@ public struct SimulatedFlic2Button: Sendable {
         }
     }
 
+    /// Any button-event notification, MACed like a real one (a test crafting what a faulty button might send).
+    public mutating func notify(_ notification: Flic2Packets.ButtonEventNotification) -> [[UInt8]] {
+        signed(notification.encoded)
+    }
+
     /// A ping from the button (the app must answer it).
     public mutating func ping() -> [[UInt8]] {
         guard keys != nil else { return [] }

@@ -46,6 +46,10 @@ public struct Flic2Session: Sendable {
         case ended
     }
 
+    /// The age given to a queued event whose age cannot be worked out (no InitButtonEvents answer yet, or a timestamp
+    /// after the button's clock at that answer).
+    public static let unknownQueuedAge: TimeInterval = 24 * 3600
+
     public let mode: Mode
     /// The address we connected to, as text ("AA:BB:…").
     public let address: BluetoothAddress
@@ -255,8 +259,14 @@ public struct Flic2Session: Sendable {
                 progress.eventCount = count
                 guard let gesture = item.gesture else { continue }
                 var age: TimeInterval = 0
-                if item.wasQueued, let now = initTimestamp, now >= item.timestamp {
-                    age = TimeInterval(now - item.timestamp) / 32768
+                if item.wasQueued {
+                    // Fail closed: a queued event whose age cannot be worked out is old (never a dose, never an
+                    // alarm's answer), not new.
+                    if let now = initTimestamp, now >= item.timestamp {
+                        age = TimeInterval(now - item.timestamp) / 32768
+                    } else {
+                        age = Self.unknownQueuedAge
+                    }
                 }
                 outputs.append(.gesture(gesture, eventCount: count, age: age, queued: item.wasQueued))
             }
