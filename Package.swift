@@ -5,6 +5,12 @@ let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
 ]
 
+/// libdbus's headers: its own folder and the one of its architecture's `dbus-arch-deps.h` (what
+/// `pkg-config --cflags dbus-1` says), in the sysroot of a cross build (`DOSETAP_SYSROOT`, set by
+/// scripts/cross-arm64.sh) or this machine's. A folder that does not exist is ignored.
+let dbusHeaders = ["/usr/include/dbus-1.0", "/usr/lib/x86_64-linux-gnu/dbus-1.0/include",
+                   "/usr/lib/aarch64-linux-gnu/dbus-1.0/include"].map { "-I" + (Context.environment["DOSETAP_SYSROOT"] ?? "") + $0 }
+
 let package = Package(
     name: "DoseTap",
     platforms: [.macOS(.v15)],
@@ -29,9 +35,14 @@ let package = Package(
     ],
     targets: [
         // C system libraries (Debian -dev packages).
-        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        // libudev (Debian's libudev-dev for the header), loaded with dlopen by the first UdevClient: see CUdev.h.
+        .target(name: "CUdev", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CUMockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
-        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // libdbus (Debian's libdbus-1-dev for the headers): CDBus names them and links nothing, CDBusLazy loads
+        // the library with dlopen at the first connection: see CDBusLazy.h. Not pkg-config, whose `-ldbus-1`
+        // SwiftPM would put on the link line (the headers' two folders are `dbusHeaders`, below).
+        .systemLibrary(name: "CDBus"),
+        .target(name: "CDBusLazy", cSettings: [.unsafeFlags(dbusHeaders)], linkerSettings: [.linkedLibrary("dl")]),
         // The household's broker (#12): libmosquitto (Debian's libmosquitto-dev for the headers), loaded with
         // dlopen at the first MQTT client: see CMosquitto.h.
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
@@ -69,11 +80,11 @@ let package = Package(
         .target(
             name: "DoseTapLinux",
             dependencies: [
-                "DoseTapCore", "CUdev", "CDBus", "CLinuxInput", "CLinuxTime", "CMosquitto", "CALSA",
+                "DoseTapCore", "CUdev", "CDBus", "CDBusLazy", "CLinuxInput", "CLinuxTime", "CMosquitto", "CALSA",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
-            swiftSettings: strict
+            swiftSettings: strict + [.unsafeFlags(dbusHeaders.flatMap { ["-Xcc", $0] })]
         ),
 
         // Outbound HTTP of the backup cascade (#12: ntfy pushes, phone calls), through async-http-client.
@@ -142,8 +153,11 @@ let package = Package(
             ],
             exclude: ["exports.map"],
             swiftSettings: strict,
-            // Export no symbols (see exports.map).
-            linkerSettings: [.unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],
+            // Export no symbols (see exports.map). Linked by lld with packed relative relocations (DT_RELR,
+            // glibc ≥ 2.36): the 150,000 relative relocations of a PIE this size take 30 KB instead of 3.6 MB,
+            // which every start read (docs/performance.md, "One-shot commands beside sqlite3", step 5).
+            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--as-needed",
+                                           "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],
                                           .when(platforms: [.linux]))]
         ),
 

@@ -176,6 +176,7 @@ build() {
   if [[ $commit != unknown && -n $(git -C "$repo" status --porcelain --untracked-files=no | head -1) ]]; then commit+=-dirty; fi
   # pkg-config answers for the target: SwiftPM reads the .pc files of PKG_CONFIG_PATH itself (pkg-config, of
   # PKG_CONFIG_LIBDIR), and passes their paths on unprefixed unless PKG_CONFIG_SYSROOT_DIR is set.
+  # DOSETAP_SYSROOT: where Package.swift finds libdbus's headers (it does not ask pkg-config, see there).
   # git in the chroot: the machine's package mirror when it has one (as git on the host is set to), else GitHub.
   { printf '[safe]\n\tdirectory = *\n'
     [[ ! -d /opt/swift-packages ]] || printf '[url "/opt/swift-packages/"]\n\tinsteadOf = https://github.com/\n'
@@ -187,7 +188,7 @@ build() {
   # (it rewrites the file only when the version or the commit changed; SwiftPM then recompiles DoseTapVersion).
   local stamp=/build/plugins/outputs/src/DoseTapVersion/destination/BuildStamp/Generated
   if [[ -d $chroot_dir${stamp%/Generated} ]]; then in_chroot sh /src/scripts/build-stamp.sh /src "$stamp" || die "build-stamp.sh failed"; fi
-  in_chroot sh -c "cd /src && PKG_CONFIG_SYSROOT_DIR=$bundle/sdk/sysroot \
+  in_chroot sh -c "cd /src && DOSETAP_SYSROOT=$bundle/sdk/sysroot PKG_CONFIG_SYSROOT_DIR=$bundle/sdk/sysroot \
       PKG_CONFIG_PATH=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
       PKG_CONFIG_LIBDIR=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
       swift build -c release --static-swift-stdlib --product dosetap --scratch-path /build -j $jobs \

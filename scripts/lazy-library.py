@@ -11,22 +11,28 @@ failure value without calling anything (NULL, false, the `failure` given for int
 "SONAME is not loaded"), so a
 caller that skipped the check fails like a library that refused, instead of jumping to NULL.
 
-Options (before HEADER): --failure-int N (default -1), --package NAME (named in the error message).
+Options (before HEADER): --failure-int N (default -1), --package NAME (named in the error message),
+--include-dir DIR (for clang, repeatable), --null-strings (a string function returns NULL before the load, as libudev's do for "no such value":
+a sysfs attribute must never read as the message).
 Used for libmosquitto (Sources/CMosquitto/mosquitto.c, docs/performance.md "One-shot commands").
 """
 import json, subprocess, sys
 
 args = sys.argv[1:]
-failure_int, package = "-1", None
+failure_int, package, null_strings, include_dirs = "-1", None, False, []
 while args and args[0].startswith("--"):
+    if args[0] == "--null-strings":
+        null_strings, args = True, args[1:]
+        continue
     flag, value, args = args[0], args[1], args[2:]
     if flag == "--failure-int": failure_int = value
     elif flag == "--package": package = value
+    elif flag == "--include-dir": include_dirs += ["-I", value]
     else: sys.exit(f"lazy-library: unknown option {flag}")
 if len(args) < 4:
     sys.exit(__doc__)
 header, soname, prefix, names = args[0], args[1], args[2], args[3:]
-clang = subprocess.run(["clang", "-Xclang", "-ast-dump=json", "-fsyntax-only", "-x", "c", header],
+clang = subprocess.run(["clang", *include_dirs, "-Xclang", "-ast-dump=json", "-fsyntax-only", "-x", "c", header],
                        capture_output=True, text=True)
 if clang.returncode != 0:
     sys.exit(f"lazy-library: clang could not read {header}: {clang.stderr.strip()}")
@@ -71,7 +77,7 @@ for n in names:
     if result == "void":
         body = f"    if (loaded) fn.{n}({call});"
     else:
-        if result == "const char *":
+        if result == "const char *" and not null_strings:
             fail = f'"{soname} is not loaded"'  # a message for the caller to show, never NULL
         elif result.endswith("*"):
             fail = "NULL"

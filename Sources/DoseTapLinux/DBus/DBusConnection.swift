@@ -1,4 +1,5 @@
 internal import CDBus
+internal import CDBusLazy
 import Foundation
 import Logging
 #if canImport(Glibc)
@@ -66,7 +67,17 @@ public final class DBusConnectionCore: @unchecked Sendable {
     /// This connection's unique name on the bus (":1.42").
     public let uniqueName: String
 
+    /// libdbus is loaded by the first connection, not at start-up (Sources/CDBusLazy): nil, or why it could not be.
+    private static let loadFailure: String? = {
+        var reason = [CChar](repeating: 0, count: 256)
+        guard dosetap_dbus_load(&reason, reason.count) == 0 else {
+            return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return nil
+    }()
+
     public init(bus: Bus, logger: Logger = Logger(label: "dosetap.dbus"), loop: EpollLoop = .shared) throws(DBusError) {
+        if let failure = Self.loadFailure { throw .local("cannot use D-Bus: \(failure)") }
         self.logger = logger
         queue = loop
         dbus_threads_init_default()

@@ -9,7 +9,7 @@ import Glibc
 /// Why libudev said no.
 public struct UdevError: Error, CustomStringConvertible {
     enum Stage: Sendable {
-        case context, monitor, listen, enumerate, scan
+        case load, context, monitor, listen, enumerate, scan
     }
 
     let stage: Stage
@@ -18,6 +18,7 @@ public struct UdevError: Error, CustomStringConvertible {
 
     public var description: String {
         switch stage {
+        case .load: "cannot use udev: \(reason)"
         case .context: "cannot create a udev context: \(reason)"
         case .monitor: "cannot open the udev monitor: \(reason)"
         case .listen: "cannot listen to udev events: \(reason)"
@@ -56,7 +57,17 @@ public final class UdevClient: @unchecked Sendable {
         let deliver: ([UdevDevice]) -> Void
     }
 
+    /// libudev is loaded by the first client, not at start-up (Sources/CUdev): nil, or why it could not be.
+    private static let loadFailure: String? = {
+        var reason = [CChar](repeating: 0, count: 256)
+        guard dosetap_udev_load(&reason, reason.count) == 0 else {
+            return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return nil
+    }()
+
     public init(logger: Logger = Logger(label: "dosetap.udev")) throws(UdevError) {
+        if let failure = Self.loadFailure { throw UdevError(stage: .load, reason: failure) }
         guard let context = udev_new() else { throw .fromErrno(.context) }
         udev = context
         self.logger = logger
