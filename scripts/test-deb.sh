@@ -3,7 +3,7 @@
 # this machine's own dpkg database:
 #   1. lintian: no error or warning tag (the overrides it honours are explained in the package);
 #   2. the control fields: Depends only on what the binary loads (readelf NEEDED → dpkg -S, and the dlopen
-#      list packaging/debian/dlopen: libasound2, libmosquitto1), Recommends;
+#      list packaging/debian/dlopen: libasound2, libmosquitto1, libudev1, libdbus-1-3), Recommends;
 #   3. install into a root whose dpkg database is a copy of this machine's (so Depends are checked for
 #      real): every file in its Debian place, the binary runs (--version), the unit's ExecStart is
 #      /usr/bin/dosetap, postinst runs (chrootless, DPKG_ROOT set: it must not touch the host's udev);
@@ -66,7 +66,7 @@ for lib in $needed; do
   pkg=$(owner_of "$lib") || fail "no $arch package here ships $lib"
   owners+=("$pkg")
 done
-# ...and the libraries it loads with dlopen (packaging/debian/dlopen): libasound2 (the alarm's own sound path), libmosquitto1 (the household).
+# ...and the libraries it loads with dlopen (packaging/debian/dlopen): libasound2 (the alarm's own sound path), libmosquitto1 (the household), libudev1 and libdbus-1-3 (at the first udev client and bus connection).
 for lib in $(grep -v '^#' packaging/debian/dlopen); do
   grep -qaF "$lib" "$work/x/usr/bin/dosetap" || fail "the binary does not name $lib: remove it from packaging/debian/dlopen"
   pkg=$(owner_of "$lib") || fail "$lib (loaded with dlopen): no $arch package here ships it"
