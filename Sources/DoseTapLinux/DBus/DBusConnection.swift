@@ -68,13 +68,7 @@ public final class DBusConnectionCore: @unchecked Sendable {
     public let uniqueName: String
 
     /// libdbus is loaded by the first connection, not at start-up (Sources/CDBusLazy): nil, or why it could not be.
-    private static let loadFailure: String? = {
-        var reason = [CChar](repeating: 0, count: 256)
-        guard dosetap_dbus_load(&reason, reason.count) == 0 else {
-            return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        return nil
-    }()
+    private static let loadFailure: String? = LazyLibrary.loadProblem { dosetap_dbus_load($0, $1) }
 
     public init(bus: Bus, logger: Logger = Logger(label: "dosetap.dbus"), loop: EpollLoop = .shared) throws(DBusError) {
         if let failure = Self.loadFailure { throw .local("cannot use D-Bus: \(failure)") }

@@ -54,10 +54,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// libmosquitto, loaded at the first client (not at start-up: CMosquitto.h) and initialised once; the
     /// reason it could not be loaded, if so.
     private static let loadFailure: String? = {
-        var reason = [CChar](repeating: 0, count: 256)
-        guard dosetap_mosquitto_load(&reason, reason.count) == 0 else {
-            return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
+        if let problem = LazyLibrary.loadProblem({ dosetap_mosquitto_load($0, $1) }) { return problem }
         mosquitto_lib_init()
         return nil
     }()

@@ -23,9 +23,7 @@ public enum AlsaPlayback {
 
     /// libasound.so.2, loaded once; nil when it loaded, else why not.
     public static func loadProblem() -> String? {
-        var buffer = [CChar](repeating: 0, count: 256)
-        if dosetap_alsa_load(&buffer, buffer.count) == 0 { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        LazyLibrary.loadProblem { dosetap_alsa_load($0, $1) }
     }
 
     /// Why `device` (nil: "default") cannot be opened for playback now, in a few words, or nil when it can.

@@ -58,13 +58,7 @@ public final class UdevClient: @unchecked Sendable {
     }
 
     /// libudev is loaded by the first client, not at start-up (Sources/CUdev): nil, or why it could not be.
-    private static let loadFailure: String? = {
-        var reason = [CChar](repeating: 0, count: 256)
-        guard dosetap_udev_load(&reason, reason.count) == 0 else {
-            return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        return nil
-    }()
+    private static let loadFailure: String? = LazyLibrary.loadProblem { dosetap_udev_load($0, $1) }
 
     public init(logger: Logger = Logger(label: "dosetap.udev")) throws(UdevError) {
         if let failure = Self.loadFailure { throw UdevError(stage: .load, reason: failure) }
