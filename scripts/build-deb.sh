@@ -59,14 +59,51 @@ mkdir -p "$work/debian"
 printf 'Source: dosetap\n\nPackage: dosetap\nArchitecture: any\n' > "$work/debian/control"
 depends=$(cd "$work" && dpkg-shlibdeps -O "${cross[@]}" -e dosetap/usr/bin/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [[ -n $depends ]] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
-# ...and what it loads with dlopen (packaging/debian/dlopen), from each library's shlibs entry
+# ...and what it loads with dlopen (packaging/debian/dlopen). When the library's wrapper is generated
+# (scripts/lazy-library.py: `dlsym(lib, "NAME")` for each function) and its package has a symbols file, the
+# minimum version is the highest of those functions' versions there, as dpkg-shlibdeps computes it for a
+# NEEDED library ("libudev1 (>= 183)", not the build machine's own 257.13); otherwise the shlibs entry
 # ("libasound 2 libasound2 (>= 1.2.8)" for libasound.so.2).
+symbols_files=(/var/lib/dpkg/info/*.symbols)
+if [[ -n ${cross[*]} ]]; then
+  symbols_files=()
+  for tree in "${trees[@]}"; do [[ -f $tree/DEBIAN/symbols ]] && symbols_files+=("$tree/DEBIAN/symbols"); done
+fi
+from_symbols() {  # SONAME → "package (>= version)", or nothing
+  local soname=$1 wrapper file
+  wrapper=$(grep -l "dlopen(\"$soname\"" Sources/C*/*.c 2>/dev/null | head -1) || true
+  [[ -n $wrapper ]] || return 0
+  file=$(grep -l "^$soname " "${symbols_files[@]}" 2>/dev/null | head -1) || true
+  [[ -n $file ]] || return 0
+  grep -o 'dlsym(lib, "[A-Za-z_0-9]*")' "$wrapper" | sed 's/.*"\(.*\)")/\1/' | sort -u > "$work/functions"
+  [[ -s $work/functions ]] || return 0
+  # The file's first line names the package; each " name@VERSION_NODE minimum" line a symbol.
+  awk -v soname="$soname" 'NR == FNR { want[$1] = 1; next }
+    $1 == soname { pkg = $2; inlib = 1; next }
+    /^[^ *|]/ { inlib = 0 }
+    inlib && /^ / { split($1, a, "@"); if (a[1] in want) { print a[1], $2; seen[a[1]] = 1 } }
+    END { for (f in want) if (!(f in seen)) { print "MISSING", f; }; print "PACKAGE", pkg }' \
+    "$work/functions" "$file" > "$work/versions"
+  if grep -q '^MISSING ' "$work/versions"; then
+    echo "build-deb: $soname's symbols file has no $(grep '^MISSING ' "$work/versions" | cut -d' ' -f2 | head -3 | tr '\n' ' ')" >&2
+    exit 1
+  fi
+  local pkg min="" v
+  pkg=$(sed -n 's/^PACKAGE //p' "$work/versions")
+  while read -r _ v; do
+    if [[ -z $min ]] || dpkg --compare-versions "$v" gt "$min"; then min=$v; fi
+  done < <(grep -v '^PACKAGE \|^MISSING ' "$work/versions")
+  [[ -n $pkg && -n $min ]] && echo "$pkg (>= $min)"
+}
 while read -r soname; do
   [[ -z $soname || $soname == \#* ]] && continue
-  name=${soname%%.so.*} soversion=${soname##*.so.}
-  # (awk reads the files itself: `cat | awk … exit` would end cat with SIGPIPE, a failure under pipefail.)
-  entry=$(awk -v n="$name" -v v="$soversion" '!found && $1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; found = 1 }' \
-    "${shlibs_files[@]}" 2>/dev/null || true)
+  entry=$(from_symbols "$soname")
+  if [[ -z $entry ]]; then
+    name=${soname%%.so.*} soversion=${soname##*.so.}
+    # (awk reads the files itself: `cat | awk … exit` would end cat with SIGPIPE, a failure under pipefail.)
+    entry=$(awk -v n="$name" -v v="$soversion" '!found && $1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; found = 1 }' \
+      "${shlibs_files[@]}" 2>/dev/null || true)
+  fi
   [[ -n $entry ]] || { echo "build-deb: no installed package's shlibs file names $soname (install its -dev package)" >&2; exit 1; }
   depends+=", $entry"
 done < packaging/debian/dlopen
