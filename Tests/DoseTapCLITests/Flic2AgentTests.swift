@@ -101,6 +101,9 @@ struct Flic2AgentTests {
 
             try await Self.withAgent(cli, setup, tz: "America/New_York") { log, all in
                 #expect(await log.wait(for: "Flic 2 verified: listening for presses", timeout: 20) != nil, "\(all())")
+                // The agent says "verified" when its quick verify ends; the button listens from the InitButtonEvents
+                // that follows. A press in between is queued (as a real Flic 2 does) and would arrive as "queued".
+                for _ in 0..<250 where !setup.peer.withButton({ $0.isConnected }) { try await Task.sleep(for: .milliseconds(20)) }
                 setup.peer.press(.single)
                 #expect(await log.wait(for: "button action recorded", timeout: 10) != nil, "\(all())")
                 setup.peer.press(.double)
