@@ -7,11 +7,17 @@
 // again (`DBusCodec.encodeBody`) and decode to the same values. Seeds: Fuzz/corpus/dbus (messages
 // BlueZ sends, marshalled by scripts/make-fuzz-seeds.py, in both forms).
 import CDBus
+import CDBusLazy
 @testable import DoseTapLinux
 import DoseTapFuzzSupport
 
+/// libdbus through the product's wrappers (Sources/CDBusLazy), which return their failure values until it is
+/// loaded: loaded before the first input, or the run stops (a fuzzer that decodes nothing finds nothing).
+let libdbusProblem: String? = LazyLibrary.loadProblem { dosetap_dbus_load($0, $1) }
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDBus(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    if let libdbusProblem { fatalError("fuzz-dbus: \(libdbusProblem)") }
     guard let data, size > 0, size < Int(Int32.max) / 2 else { return 0 }
     let input = Array(UnsafeBufferPointer(start: data, count: size))
     let wire = input[0] == UInt8(ascii: "l") || input[0] == UInt8(ascii: "B")
