@@ -40,7 +40,7 @@ let package = Package(
         .systemLibrary(name: "CUMockdev", pkgConfig: "umockdev-1.0", providers: [.apt(["libumockdev-dev"])]),
         // libdbus (Debian's libdbus-1-dev for the headers): CDBus names them and links nothing, CDBusLazy loads
         // the library with dlopen at the first connection: see CDBusLazy.h. Not pkg-config, whose `-ldbus-1`
-        // SwiftPM would put on the link line (the headers' two folders are `dbusHeaders`, below).
+        // SwiftPM would put on the link line (the headers' folders are `dbusHeaders`, at the top).
         .systemLibrary(name: "CDBus"),
         .target(name: "CDBusLazy", cSettings: [.unsafeFlags(dbusHeaders)], linkerSettings: [.linkedLibrary("dl")]),
         // The household's broker (#12): libmosquitto (Debian's libmosquitto-dev for the headers), loaded with
