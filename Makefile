@@ -29,8 +29,13 @@ SCRATCH ?= .build
 # The manual's date: the commit's day, so the same commit gives the same pages.
 MANDATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date -u +%Y-%m-%d)
 INSTALL ?= install
-# The binary make install installs (make deb-arm64 names the cross-built one).
+# The binary make install installs (make deb-arm64 names the cross-built one), and the one-shot front beside it.
 BINARY ?= $(SCRATCH)/release/dosetap
+FRONT ?= $(dir $(BINARY))dosetap-front
+# The installed `dosetap` is the small front (#29: the frequent one-shot commands in a few milliseconds); it runs
+# the full program, installed here, for everything else. The front finds it as ../lib/dosetap/dosetap from its
+# own folder, so this follows BINDIR.
+PKGLIBDIR = $(BINDIR)/../lib/dosetap
 # The installed binary keeps its symbol table (named frames in a crash backtrace), not its DWARF (-36 MB).
 STRIP ?= strip --strip-debug
 
@@ -50,6 +55,7 @@ build: deps
 
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product dosetap --scratch-path $(SCRATCH)
+	$(SWIFT) build -c release --static-swift-stdlib --product dosetap-front --scratch-path $(SCRATCH)
 
 # One manual page per command (dosetap.1, dosetap.alarm.add.1, …), generated from the command definitions
 # by swift-argument-parser's generate-manual tool (what its GenerateManual plugin runs).
@@ -83,8 +89,10 @@ deb-arm64: man completions build-arm64
 # The installed agent is the release build with the Swift runtime linked in (--static-swift-stdlib):
 # the smallest resident footprint (docs/performance.md), and no Swift toolchain needed where it runs.
 install: release man completions
-	$(INSTALL) -Dm755 $(BINARY) "$(DESTDIR)$(BINDIR)/dosetap"
+	$(INSTALL) -Dm755 $(FRONT) "$(DESTDIR)$(BINDIR)/dosetap"
 	$(STRIP) "$(DESTDIR)$(BINDIR)/dosetap"
+	$(INSTALL) -Dm755 $(BINARY) "$(DESTDIR)$(PKGLIBDIR)/dosetap"
+	$(STRIP) "$(DESTDIR)$(PKGLIBDIR)/dosetap"
 	$(INSTALL) -d "$(DESTDIR)$(USERUNITDIR)"
 	sed -e 's|^ExecStart=%h/.local/bin/dosetap |ExecStart=$(BINDIR)/dosetap |' packaging/systemd/dosetap.service \
 	    > "$(DESTDIR)$(USERUNITDIR)/dosetap.service"
@@ -129,8 +137,9 @@ install-wake:
 	fi
 
 uninstall:
-	rm -f "$(DESTDIR)$(BINDIR)/dosetap" "$(DESTDIR)$(USERUNITDIR)/dosetap.service" "$(DESTDIR)$(MANDIR)"/man1/dosetap.*1 \
+	rm -f "$(DESTDIR)$(BINDIR)/dosetap" "$(DESTDIR)$(PKGLIBDIR)/dosetap" "$(DESTDIR)$(USERUNITDIR)/dosetap.service" "$(DESTDIR)$(MANDIR)"/man1/dosetap.*1 \
 	    "$(DESTDIR)$(BASHCOMPDIR)/dosetap" "$(DESTDIR)$(ZSHCOMPDIR)/_dosetap" "$(DESTDIR)$(FISHCOMPDIR)/dosetap.fish"
+	-rmdir "$(DESTDIR)$(PKGLIBDIR)" 2>/dev/null
 	@echo "The udev rules stay in $(UDEVRULESDIR) (sudo rm $(UDEVRULESDIR)/7[012]-dosetap-*.rules); your data stays in ~/.local/share/dosetap."
 	@echo "The wake helper stays (sudo systemctl disable --now dosetap-wake.socket; sudo rm $(SYSTEMUNITDIR)/dosetap-wake.*)."
 

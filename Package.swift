@@ -16,6 +16,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "dosetap", targets: ["dosetap"]),
+        .executable(name: "dosetap-front", targets: ["dosetap-front"]),
         .library(name: "DoseTapCore", targets: ["DoseTapCore"]),
     ],
     dependencies: [
@@ -101,13 +102,17 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The presenters of Core's own values (JSON, a prediction, tonight, a dose event) and the typed-number
+        // rule: Core only, so the one-shot front (dosetap-front) prints the same bytes as the full program.
+        .target(name: "DoseTapPresenters", dependencies: ["DoseTapCore"], swiftSettings: strict),
+
         // The application layer (#26): use cases, presenters and the event types. Core, Store, the config
         // model and the keyed hash (DoseTapCrypto: computation only), and nothing of the machine: every
         // adapter arrives through a port, injected by the agent or the CLI (`MachinePorts`).
         .target(
             name: "DoseTapApp",
             dependencies: [
-                "DoseTapCore", "DoseTapStore", "DoseTapConfig", "DoseTapCrypto",
+                "DoseTapCore", "DoseTapPresenters", "DoseTapStore", "DoseTapConfig", "DoseTapCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -161,6 +166,18 @@ let package = Package(
                                           .when(platforms: [.linux]))]
         ),
 
+        // The installed `dosetap` (#29): answers the frequent one-shot commands itself (Core and the presenters
+        // only) and runs the full program (installed as lib/dosetap/dosetap) for everything else. Linked as
+        // the full program is: no exported symbols, packed relative relocations.
+        .executableTarget(
+            name: "dosetap-front",
+            dependencies: ["DoseTapCore", "DoseTapPresenters"],
+            swiftSettings: strict,
+            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--as-needed",
+                                           "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],
+                                          .when(platforms: [.linux]))]
+        ),
+
         // Benchmarks (not built by the test command): swift run -c release feedback-latency
         // swift run -c release prediction-accuracy DIR [--json]: the battery forecast on real nights (#24).
         .executableTarget(
@@ -203,7 +220,7 @@ let package = Package(
 
         .testTarget(
             name: "DoseTapCoreTests",
-            dependencies: ["DoseTapCore", "DoseTapTesting", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["DoseTapCore", "DoseTapPresenters", "DoseTapTesting", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(
@@ -251,6 +268,7 @@ let package = Package(
         .testTarget(
             name: "DoseTapCLITests",
             dependencies: ["DoseTapTesting", "DoseTapStore", "DoseTapLinux", "DoseTapCore",
+                .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

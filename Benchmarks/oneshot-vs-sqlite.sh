@@ -5,9 +5,11 @@
 #
 #   Benchmarks/oneshot-vs-sqlite.sh            (DOSETAP=binary to time; see below)
 #
-# The binary is the one users install: by default `make install`'s two steps (install + strip) applied
-# to .build/release/dosetap in a temporary directory — build it first with `make release`. DOSETAP=PATH
-# times another one (an installed ~/.local/bin/dosetap, /usr/bin/dosetap from the .deb).
+# The binary is the one users install: by default `make install`'s steps (install + strip) applied to
+# .build/release/dosetap-front (as bin/dosetap) and .build/release/dosetap (as lib/dosetap/dosetap, the full
+# program the front runs for what it does not answer itself) in a temporary directory — build them first with
+# `make release`. DOSETAP=PATH times another one (an installed ~/.local/bin/dosetap, /usr/bin/dosetap from the
+# .deb).
 #
 # Data: ten years of nights (3,650, as dose-latency.sh seeds them), Dose 1 tonight 90 minutes ago, and
 # three alarms, in a temporary directory (yours is not touched). Timed, in one hyperfine run (-N, no
@@ -43,10 +45,13 @@ work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/dosetap-oneshot.XXXXXX")
 if [[ -n ${DOSETAP:-} ]]; then
     bin=$(realpath "$DOSETAP")
 else
-    [[ -x .build/release/dosetap ]] || { echo "oneshot-vs-sqlite: build .build/release/dosetap first (make release)" >&2; exit 2; }
-    # What `make install` does to it.
-    install -Dm755 .build/release/dosetap "$work/bin/dosetap"
-    strip "$work/bin/dosetap"
+    for b in dosetap dosetap-front; do
+        [[ -x .build/release/$b ]] || { echo "oneshot-vs-sqlite: build .build/release/$b first (make release)" >&2; exit 2; }
+    done
+    # What `make install` does to them.
+    install -Dm755 .build/release/dosetap-front "$work/bin/dosetap"
+    install -Dm755 .build/release/dosetap "$work/lib/dosetap/dosetap"
+    strip "$work/bin/dosetap" "$work/lib/dosetap/dosetap"
     bin=$work/bin/dosetap
 fi
 [[ -x $bin ]] || { echo "oneshot-vs-sqlite: $bin is not an executable" >&2; exit 2; }

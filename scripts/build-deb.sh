@@ -57,7 +57,7 @@ install -Dm644 packaging/debian/lintian-overrides "$stage/usr/share/lintian/over
 # Depends: what the binary loads, as dpkg-shlibdeps maps it to packages and minimum versions.
 mkdir -p "$work/debian"
 printf 'Source: dosetap\n\nPackage: dosetap\nArchitecture: any\n' > "$work/debian/control"
-depends=$(cd "$work" && dpkg-shlibdeps -O "${cross[@]}" -e dosetap/usr/bin/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$work" && dpkg-shlibdeps -O "${cross[@]}" -e dosetap/usr/bin/dosetap -e dosetap/usr/lib/dosetap/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [[ -n $depends ]] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 # ...and what it loads with dlopen (packaging/debian/dlopen). When the library's wrapper is generated
 # (scripts/lazy-library.py: `dlsym(lib, "NAME")` for each function) and its package has a symbols file, the

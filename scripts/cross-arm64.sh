@@ -3,7 +3,7 @@
 # through it (docs/packaging.md, "arm64").
 #
 #   scripts/cross-arm64.sh setup          make the toolchain if the cache has none (root or sudo: debootstrap, chroot)
-#   scripts/cross-arm64.sh build [ARGS]   cross-build the release `dosetap` into .build-arm64/dosetap
+#   scripts/cross-arm64.sh build [ARGS]   cross-build the release `dosetap` and `dosetap-front` into .build-arm64/
 #   scripts/cross-arm64.sh run CMD [ARG]  run an arm64 program under qemu-user with the target's libraries
 #   scripts/cross-arm64.sh sysroot        print the target root (trixie arm64: glibc, the -dev packages)
 #   scripts/cross-arm64.sh shlibs-dirs    print the target's library packages, one tree each (for dpkg-shlibdeps -S)
@@ -191,13 +191,18 @@ build() {
   in_chroot sh -c "cd /src && DOSETAP_SYSROOT=$bundle/sdk/sysroot PKG_CONFIG_SYSROOT_DIR=$bundle/sdk/sysroot \
       PKG_CONFIG_PATH=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
       PKG_CONFIG_LIBDIR=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
-      swift build -c release --static-swift-stdlib --product dosetap --scratch-path /build -j $jobs \
-      --swift-sdks-path /opt/dosetap-sdk --swift-sdk aarch64-unknown-linux-gnu $*" \
+      for product in dosetap dosetap-front; do \
+        swift build -c release --static-swift-stdlib --product \$product --scratch-path /build -j $jobs \
+        --swift-sdks-path /opt/dosetap-sdk --swift-sdk aarch64-unknown-linux-gnu $* || exit 1; \
+      done" \
     || die "the arm64 build failed"
   mkdir -p "$repo/.build-arm64"
-  as_root install -m755 "$chroot_dir/build/aarch64-unknown-linux-gnu/release/dosetap" "$repo/.build-arm64/dosetap"
-  [[ $(id -u) -eq 0 ]] || as_root chown "$(id -u):$(id -g)" "$repo/.build-arm64/dosetap"
-  echo "cross-arm64: built .build-arm64/dosetap in $((SECONDS - start)) s" >&2
+  # The full program and the installed one-shot front (#29; make deb-arm64 packages both).
+  for product in dosetap dosetap-front; do
+    as_root install -m755 "$chroot_dir/build/aarch64-unknown-linux-gnu/release/$product" "$repo/.build-arm64/$product"
+    [[ $(id -u) -eq 0 ]] || as_root chown "$(id -u):$(id -g)" "$repo/.build-arm64/$product"
+  done
+  echo "cross-arm64: built .build-arm64/dosetap and dosetap-front in $((SECONDS - start)) s" >&2
 }
 
 # Every target and test, for this machine (x86_64), debug, with the chroot's swiftlang: the project keeps building

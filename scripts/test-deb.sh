@@ -40,7 +40,9 @@ sed 's/^/  lintian /' "$lintian_out"
 # 2. Depends = the libraries the binary loads, each mapped to its package.
 dpkg-deb -x "$deb" "$work/x"
 depends=$(dpkg-deb -f "$deb" Depends)
-needed=$(readelf -d "$work/x/usr/bin/dosetap" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p')
+# Both executables: usr/bin/dosetap (the one-shot front, #29) and usr/lib/dosetap/dosetap (the full program).
+needed=$(for b in usr/bin/dosetap usr/lib/dosetap/dosetap; do readelf -d "$work/x/$b"; done \
+  | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | sort -u)
 [[ -n $needed ]] || fail "readelf found no NEEDED library"
 # The package that ships a library (by soname): this machine's, or for a cross package the target's.
 owner_of() {
@@ -68,7 +70,7 @@ for lib in $needed; do
 done
 # ...and the libraries it loads with dlopen (packaging/debian/dlopen): libasound2 (the alarm's own sound path), libmosquitto1 (the household), libudev1 and libdbus-1-3 (at the first udev client and bus connection).
 for lib in $(grep -v '^#' packaging/debian/dlopen); do
-  grep -qaF "$lib" "$work/x/usr/bin/dosetap" || fail "the binary does not name $lib: remove it from packaging/debian/dlopen"
+  grep -qaF "$lib" "$work/x/usr/lib/dosetap/dosetap" || fail "the binary does not name $lib: remove it from packaging/debian/dlopen"
   pkg=$(owner_of "$lib") || fail "$lib (loaded with dlopen): no $arch package here ships it"
   owners+=("$pkg")
 done
@@ -101,10 +103,12 @@ mkroot() {
   touch "$root/var/lib/dpkg/available"
 }
 dpkg_in() { local root=$1; shift; dpkg --root="$root" --force-script-chrootless --force-not-root --log="$root/var/log/dpkg.log" "$@"; }
-# The installed binary, run in a root (under qemu-user, with the root's libraries, for a cross package).
+# The installed binary, run in a root (under qemu-user, with the root's libraries, for a cross package). Under
+# qemu-user the front cannot execute the full program (the host kernel has no binfmt for arm64 here), so a cross
+# package's commands run the full program itself, and the front is tried alone below.
 dosetap_in() {
   local root=$1; shift
-  if [[ -n $cross ]]; then /usr/bin/qemu-aarch64-static -L "$root" "$root/usr/bin/dosetap" "$@"; else "$root/usr/bin/dosetap" "$@"; fi
+  if [[ -n $cross ]]; then /usr/bin/qemu-aarch64-static -L "$root" "$root/usr/lib/dosetap/dosetap" "$@"; else "$root/usr/bin/dosetap" "$@"; fi
 }
 
 # 3. Install.
@@ -112,7 +116,7 @@ root=$work/root
 mkroot "$root"
 { find "$root/usr" -type f 2>/dev/null || true; } | sort > "$work/before.txt"   # a cross root holds the target's libraries
 dpkg_in "$root" -i "$deb" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "dpkg -i into a throwaway root"; }
-for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
+for f in usr/bin/dosetap usr/lib/dosetap/dosetap usr/lib/systemd/user/dosetap.service \
          usr/lib/systemd/system/dosetap-wake.socket usr/lib/systemd/system/dosetap-wake.service \
          usr/lib/udev/rules.d/70-dosetap-vibra.rules usr/lib/udev/rules.d/71-dosetap-hid-buttons.rules \
          usr/lib/udev/rules.d/71-dosetap-beeper.rules \
@@ -125,11 +129,18 @@ for f in usr/bin/dosetap usr/lib/systemd/user/dosetap.service \
   [[ -f $root/$f ]] || fail "$f is not installed"
 done
 [[ $(dosetap_in "$root" --version) =~ ^dosetap\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\  ]] || fail "the installed binary's --version"
+# The front answers a one-shot command itself (#29), the same bytes as the full program.
+front=("$root/usr/bin/dosetap")
+[[ -z $cross ]] || front=(/usr/bin/qemu-aarch64-static -L "$root" "$root/usr/bin/dosetap")
+answer=$("${front[@]}" predict --level 55 --drain 6 --hours 7 --json) || fail "the front's predict --json"
+[[ $answer == "$(dosetap_in "$root" predict --level 55 --drain 6 --hours 7 --json)" && $answer == '{"risk":"warning","predictedLevel":13}' ]] \
+  || fail "the front's predict --json: $answer"
+readelf -d "$work/x/usr/bin/dosetap" | grep -qE 'libudev|libdbus|libmosquitto|libssl|libasound' && fail "the front links a library it must not"
 # The alarm heard with nothing but the Depends (#32): no player on PATH, the beep into ALSA's file sink.
 home=$work/home-sound
 mkdir -p "$home"
 run=("$root/usr/bin/dosetap")
-[[ -z $cross ]] || run=(/usr/bin/qemu-aarch64-static -L "$root" "$root/usr/bin/dosetap")
+[[ -z $cross ]] || run=(/usr/bin/qemu-aarch64-static -L "$root" "$root/usr/lib/dosetap/dosetap")
 env -i HOME="$home" PATH=/nonexistent DOSETAP_AUDIO_DEVICE="file:FILE=$home/alarm.wav,FORMAT=wav" \
   "${run[@]}" feedback preview alarm > "$home/out.txt" 2>&1 || { cat "$home/out.txt" >&2; fail "feedback preview alarm without a player"; }
 [[ $(stat -c %s "$home/alarm.wav" 2>/dev/null || echo 0) -gt 28000 ]] || fail "feedback preview alarm wrote no beep to ALSA's file sink"
@@ -168,7 +179,7 @@ pass "refused where $first is missing"
 
 # 5. Remove, purge: nothing of it stays.
 dpkg_in "$root" -r dosetap > "$work/remove.log" 2>&1 || { cat "$work/remove.log"; fail "dpkg -r"; }
-[[ ! -e $root/usr/bin/dosetap && ! -e $root/usr/lib/systemd/user/dosetap.service ]] || fail "files left after remove"
+[[ ! -e $root/usr/bin/dosetap && ! -e $root/usr/lib/dosetap/dosetap && ! -e $root/usr/lib/systemd/user/dosetap.service ]] || fail "files left after remove"
 dpkg_in "$root" -P dosetap > "$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg -P"; }
 left=$( { find "$root/usr" -type f 2>/dev/null || true; } | sort | comm -13 "$work/before.txt" - | wc -l)  # dpkg may remove /usr itself
 [[ $left == 0 ]] || fail "$left files left after purge"

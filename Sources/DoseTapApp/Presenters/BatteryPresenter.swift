@@ -1,58 +1,6 @@
 import DoseTapCore
 import Foundation
 
-extension Nudge {
-    /// `{"severity","header","headline","action"}`, plus `"powerOff"` (the fact, e.g. "This machine powers
-    /// itself off at 2%.") only when the prediction is at or below the machine's power-off level.
-    public var json: JSON {
-        var fields: [(String, JSON)] = [
-            ("severity", .string(severity.rawValue)),
-            ("header", .string(header)),
-            ("headline", .string(headline)),
-            ("action", .string(action)),
-        ]
-        if let powerOff { fields.append(("powerOff", .string(powerOff))) }
-        if let assumption { fields.append(("assumption", .string(assumption))) }
-        return .object(fields)
-    }
-}
-
-extension BatteryForecast {
-    /// `{"risk","predictedLevel","assumption","awakeDrain","asleepDrain","asleepDrainLearned","sleepFrom","because"}`
-    /// (#24): the risk and the level, and the night behind the number — `assumption` is `awake`, `asleep`
-    /// or `mixed`, the drains are %/h (null when not used), `sleepFrom` when the sleep begins. nil when the
-    /// forecast could not be made.
-    public func forecastJSON(in timeZone: TimeZone) -> JSON? {
-        guard let risk, let predictedLevel else { return nil }
-        return .object([("risk", .string(risk.rawValue)), ("predictedLevel", .int(predictedLevel))] + nightFields(in: timeZone))
-    }
-
-    /// The night behind the number (see `forecastJSON`); none when no drain was applied.
-    func nightFields(in timeZone: TimeZone) -> [(String, JSON)] {
-        var fields: [(String, JSON)] = []
-        if let assumption {
-            fields += [
-                ("assumption", .string(assumption.kind.rawValue)),
-                ("awakeDrain", .optional(assumption.awakeDrain, places: 3)),
-                ("asleepDrain", .optional(assumption.asleepDrain, places: 3)),
-                ("asleepDrainLearned", .bool(assumption.asleepDrainLearned)),
-                ("sleepFrom", assumption.sleepFrom.map { .string($0.rfc3339(in: timeZone)) } ?? .null),
-                ("ringingMinutes", .int(Int((assumption.ringingHours * 60).rounded()))),
-                ("because", .string(assumption.because)),
-                ("text", .string(assumption.text(in: timeZone))),
-            ]
-        }
-        return fields
-    }
-}
-
-extension RiskPrediction {
-    /// `{"risk","predictedLevel"}`.
-    public var json: JSON {
-        .object([("risk", .string(risk.rawValue)), ("predictedLevel", .int(predictedLevel))])
-    }
-}
-
 extension BatteryStatus {
     /// The system battery (combined) and every supply as read.
     public var json: JSON {

@@ -1,0 +1,128 @@
+// The installed `dosetap` (#29): a small executable that answers the one-shot commands a status bar or a
+// script calls often, and hands every other command line to the full program, unchanged, with execv.
+//
+// It links DoseTapCore and DoseTapPresenters only — no ArgumentParser, no store, no server stacks — so it
+// starts in a few milliseconds (docs/performance.md, "One-shot commands beside sqlite3"). It answers a
+// command line only when it is one of the shapes below, exactly as the full program would read it, and only
+// when the answer is a success; anything else (help, a usage error, a value out of range, an unknown
+// option) is the full program's to answer, so every message and exit status stays its own. A differential
+// test (FrontTests) holds the two to the same bytes.
+import DoseTapCore
+import DoseTapPresenters
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the front answers itself: the line to print, or nil (the full program answers).
+enum FrontAnswer {
+    static func answer(_ arguments: [String]) -> String? {
+        guard let command = arguments.first else { return nil }
+        switch command {
+        case "predict": return predict(Array(arguments.dropFirst()))
+        default: return nil
+        }
+    }
+
+    /// `predict --level N --drain N --hours N [--charging] --json`, in any order, each at most once, a value
+    /// as the next word or after `=`. The numbers are read by the rule every face uses (PlainNumberText).
+    static func predict(_ words: [String]) -> String? {
+        var values: [String: Double] = [:]
+        var flags: Set<String> = []
+        var i = 0
+        while i < words.count {
+            let word = words[i]
+            i += 1
+            var name = word
+            var inline: String?
+            if let equals = word.firstIndex(of: "=") {
+                name = String(word[..<equals])
+                inline = String(word[word.index(after: equals)...])
+            }
+            switch name {
+            case "--level", "--drain", "--hours":
+                guard values[name] == nil else { return nil }
+                let text: String
+                if let inline {
+                    text = inline
+                } else {
+                    guard i < words.count else { return nil }
+                    text = words[i]
+                    i += 1
+                }
+                guard let value = PlainNumberText.parse(text) else { return nil }
+                values[name] = value
+            case "--charging", "--json":
+                guard inline == nil, !flags.contains(name) else { return nil }
+                flags.insert(name)
+            default:
+                return nil
+            }
+        }
+        guard flags.contains("--json"), let level = values["--level"], let drain = values["--drain"],
+              let hours = values["--hours"] else { return nil }
+        let input = RiskInput(level: level, drainPercentPerHour: drain, hours: hours, charging: flags.contains("--charging"))
+        guard let prediction = try? RiskPredictor.predict(input) else { return nil }
+        return prediction.json.text
+    }
+}
+
+/// The full program: `../lib/dosetap/dosetap` from this executable's folder (as installed: /usr/bin and
+/// /usr/lib/dosetap, or ~/.local/bin and ~/.local/lib/dosetap), else `dosetap` beside it (the build folder,
+/// where this one is `dosetap-front`) — never this executable itself.
+enum FullProgram {
+    static func path() -> (path: String?, tried: String) {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let n = buffer.withUnsafeMutableBytes { readlink("/proc/self/exe", $0.baseAddress!, $0.count) }
+        guard n > 0, n < buffer.count else { return (nil, "/proc/self/exe") }
+        let me = String(decoding: buffer[..<n], as: UTF8.self)
+        let folder = me.hasPrefix("/") && me.contains("/") ? String(me[..<me.lastIndex(of: "/")!]) : "."
+        var own = stat()
+        let ownKnown = stat(me, &own) == 0
+        let candidates = [folder + "/../lib/dosetap/dosetap", folder + "/dosetap"]
+        for candidate in candidates {
+            var s = stat()
+            guard stat(candidate, &s) == 0, s.st_mode & S_IFMT == S_IFREG else { continue }
+            if ownKnown, s.st_dev == own.st_dev, s.st_ino == own.st_ino { continue }
+            return (candidate, candidate)
+        }
+        return (nil, candidates[0])
+    }
+}
+
+func writeAll(_ fd: Int32, _ text: String) -> Int32? {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+        if n < 0 {
+            if errno == EINTR { continue }
+            return errno
+        }
+        if n == 0 { return EIO }
+        offset += n
+    }
+    return nil
+}
+
+let arguments = CommandLine.arguments
+if let line = FrontAnswer.answer(Array(arguments.dropFirst())) {
+    // As the full program: a reader that went away is an error to report, not a signal that kills.
+    signal(SIGPIPE, SIG_IGN)
+    if let failure = writeAll(STDOUT_FILENO, line + "\n") {
+        _ = writeAll(STDERR_FILENO, "dosetap: standard output could not be written (\(String(cString: strerror(failure))))\n")
+        exit(1)
+    }
+    exit(0)
+}
+
+let (full, tried) = FullProgram.path()
+if let full {
+    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+    argv.append(nil)
+    execv(full, argv)
+    let code = errno
+    _ = writeAll(STDERR_FILENO, "dosetap: cannot run the full program \(full): \(String(cString: strerror(code))) (reinstall dosetap)\n")
+    exit(126)
+}
+_ = writeAll(STDERR_FILENO, "dosetap: the full program is missing (looked for \(tried)); reinstall dosetap\n")
+exit(127)

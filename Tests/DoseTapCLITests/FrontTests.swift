@@ -1,0 +1,150 @@
+import DoseTapTesting
+import Foundation
+import PropertyBased
+import Subprocess
+import SystemPackage
+import Testing
+
+/// The installed `dosetap` is the one-shot front (#29, Sources/dosetap-front): it answers the frequent read-only
+/// commands itself and runs the full program for everything else. Whatever it is given, what a person or a
+/// script sees — standard output, standard error, the exit status — must be what the full program gives.
+@Suite("dosetap-front: the same answers as the full program")
+struct FrontTests {
+    /// The front built beside the full program (`.build/debug/dosetap-front`), or DOSETAP_FRONT_BIN.
+    static var front: String {
+        ProcessInfo.processInfo.environment["DOSETAP_FRONT_BIN"]
+            ?? URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("dosetap-front").path
+    }
+
+    /// Both programs on the same arguments, in the same private home, at the same frozen instant.
+    func compare(_ args: [String], cli: CLI, fakeTime: String? = nil, tz: String = "UTC",
+                 sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let full = try await cli.run(args, fakeTime: fakeTime, tz: tz)
+        let front = try await cli.run(args, fakeTime: fakeTime, tz: tz, binary: Self.front)
+        let shown = args.map { $0.debugDescription }.joined(separator: " ")
+        #expect(front.out == full.out, "\(shown): stdout", sourceLocation: sourceLocation)
+        #expect(front.err == full.err, "\(shown): stderr", sourceLocation: sourceLocation)
+        #expect(front.exitCode == full.exitCode, "\(shown): exit \(String(describing: front.exitCode)) against \(String(describing: full.exitCode))",
+                sourceLocation: sourceLocation)
+    }
+
+    static let predictLines: [[String]] = [
+        ["predict", "--level", "55", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--json", "--hours", "7", "--drain", "6", "--level", "55"],
+        ["predict", "--level=55", "--drain=6.5", "--hours=7.25", "--json", "--charging"],
+        ["predict", "--level", "0", "--drain", "0", "--hours", "0", "--json"],
+        ["predict", "--level", "100", "--drain", "0", "--hours", "1000", "--json"],
+        ["predict", "--level", "21", "--drain", "1", "--hours", "0", "--json"],      // just above the warning line
+        ["predict", "--level", "20", "--drain", "0", "--hours", "0", "--json"],      // on it
+        ["predict", "--level", "5", "--drain", "0", "--hours", "0", "--json"],       // critical
+        ["predict", "--level", "55", "--drain", "6", "--hours", "7"],                // text: the full program's
+        ["predict", "--level", "-5", "--drain", "6", "--hours", "7", "--json"],      // out of range
+        ["predict", "--level", "100.5", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "55", "--drain", "-1", "--hours", "7", "--json"],
+        ["predict", "--level", "nan", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "inf", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "1e3", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "0x10", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "５５", "--drain", "6", "--hours", "7", "--json"],     // full-width digits
+        ["predict", "--level", "55", "--drain", "6", "--hours", "1" + String(repeating: "0", count: 40), "--json"],
+        ["predict", "--level", "55", "--drain", "6", "--hours", "7", "--jsοn"],      // a Greek omicron
+        ["predict", "--level", "55", "--drain", "6", "--hours", "7", "--json", "--json"],
+        ["predict", "--level", "55", "--level", "56", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "55", "--drain", "6", "--json"],                      // no --hours
+        ["predict", "--level", "55", "--drain", "6", "--hours", "--json"],           // a value missing
+        ["predict", "--level=", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "55", "--drain", "6", "--hours", "7", "--json=true"],
+        ["predict", "--level", "55\u{1B}[31m", "--drain", "6", "--hours", "7", "--json"],
+        ["predict", "--level", "55", "--drain", "6", "--hours", "7", "--json", "extra"],
+        ["predict", "--level", "55", "--drain", "6", "--hours", "7", "--json", "--"],
+        ["predict", "--help"],
+        ["predict", "-h"],
+        ["predict"],
+        ["--version"],
+        ["--help"],
+        [],
+        ["no-such-command"],
+        ["dose", "status", "--json"],
+        ["dose", "status"],
+        ["alarm", "list", "--json"],
+    ]
+
+    @Test("predict and the commands the front passes on: every line as the full program answers it",
+          arguments: 0..<predictLines.count)
+    func sameAnswer(index: Int) async throws {
+        try await compare(Self.predictLines[index], cli: try CLI())
+    }
+
+    @Test("any arrangement of predict's words: the same output and exit status")
+    func anyArrangement() async throws {
+        let cli = try CLI()
+        let words = ["--level", "--drain", "--hours", "--json", "--charging", "55", "6", "7", "-3", "0", "100", "--level=9",
+                     "--hours=0.5", "--drain=", "x", "--"]
+        await propertyCheck(count: 30, input: Gen.int(in: 0...(words.count - 1)).array(of: 0...9)) { picks in
+            try await compare(["predict"] + picks.map { words[$0] }, cli: cli)
+        }
+    }
+
+    @Test("it answers predict --json itself: alone, without the full program, it still does")
+    func answersItself() async throws {
+        let cli = try CLI()
+        let alone = cli.home.appendingPathComponent("alone/bin")
+        try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)
+        let copy = alone.appendingPathComponent("dosetap").path
+        try FileManager.default.copyItem(atPath: Self.front, toPath: copy)
+        let r = try await cli.run(["predict", "--level", "55", "--drain", "6", "--hours", "7", "--json"], binary: copy)
+        #expect(r.exitCode == 0 && r.out == "{\"risk\":\"warning\",\"predictedLevel\":13}\n" && r.err.isEmpty, "\(r.out)\(r.err)")
+        // ...and anything else needs the full program, which is not there: one line, exit 127.
+        let missing = try await cli.run(["--version"], binary: copy)
+        #expect(missing.exitCode == 127, "\(missing.err)")
+        #expect(missing.out.isEmpty)
+        #expect(missing.err == "dosetap: the full program is missing (looked for \(alone.path)/../lib/dosetap/dosetap); reinstall dosetap\n",
+                "\(missing.err)")
+        // A value the full program would refuse is not answered either: the refusal is the full program's to word.
+        let refused = try await cli.run(["predict", "--level", "-5", "--drain", "6", "--hours", "7", "--json"], binary: copy)
+        #expect(refused.exitCode == 127 && refused.out.isEmpty, "\(refused.out)\(refused.err)")
+    }
+
+    @Test("as installed: bin/dosetap runs lib/dosetap/dosetap for what it does not answer, with the same arguments")
+    func installedLayout() async throws {
+        let cli = try CLI()
+        let prefix = cli.home.appendingPathComponent("prefix")
+        try FileManager.default.createDirectory(at: prefix.appendingPathComponent("bin"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: prefix.appendingPathComponent("lib/dosetap"), withIntermediateDirectories: true)
+        let installed = prefix.appendingPathComponent("bin/dosetap").path
+        try FileManager.default.copyItem(atPath: Self.front, toPath: installed)
+        try FileManager.default.createSymbolicLink(atPath: prefix.appendingPathComponent("lib/dosetap/dosetap").path,
+                                                   withDestinationPath: CLI.binary)
+        for args in [["--version"], ["dose", "take"], ["dose", "status", "--json"], ["alarm", "add", "06:30"], ["dose", "status", "--jsn"]] {
+            let full = try await cli.run(args, fakeTime: "2026-11-22 23:00:00", tz: "America/New_York")
+            // (the full program's own runs change the data: each line runs once through the front, once directly, on
+            // the same home — `dose take` and `alarm add` answer the second time with a refusal, on both sides alike)
+            let front = try await cli.run(args, fakeTime: "2026-11-22 23:00:00", tz: "America/New_York", binary: installed)
+            if args == ["dose", "take"] || args == ["alarm", "add", "06:30"] {
+                #expect(full.exitCode == 0, "\(full.err)")
+                #expect(front.exitCode != nil && front.exitCode != 127 && front.exitCode != 126, "\(front.err)")
+                continue
+            }
+            #expect(front.out == full.out && front.err == full.err && front.exitCode == full.exitCode,
+                    "\(args): \(front.out)\(front.err) against \(full.out)\(full.err)")
+        }
+        // A front that finds only itself (bin/dosetap beside nothing but its own copy) never runs itself.
+        let lonely = cli.home.appendingPathComponent("lonely")
+        try FileManager.default.createDirectory(at: lonely, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.front, toPath: lonely.appendingPathComponent("dosetap").path)
+        let r = try await cli.run(["--version"], binary: lonely.appendingPathComponent("dosetap").path)
+        #expect(r.exitCode == 127, "\(r.out)\(r.err)")
+    }
+
+    @Test("standard output that cannot be written: the full program's line and exit status")
+    func outputFails() async throws {
+        let cli = try CLI()
+        for binary in [CLI.binary, Self.front] {
+            let r = try await Subprocess.run(.path("/bin/bash"),
+                                             arguments: ["-c", "\"$0\" predict --level 55 --drain 6 --hours 7 --json > /dev/full", binary],
+                                             environment: cli.environment(), output: .string(limit: 1 << 16), error: .string(limit: 1 << 16))
+            #expect(r.terminationStatus == .exited(1), "\(binary)")
+            #expect(r.standardError == "dosetap: standard output could not be written (No space left on device)\n", "\(binary): \(r.standardError)")
+        }
+    }
+}
