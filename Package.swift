@@ -70,18 +70,28 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The store without GRDB (#29): where the files are (DataPaths, DataFolder), the dose log's rows (their SQL
+        // and decoding) and the schema's versions — shared by the store and the one-shot front, which reads
+        // through SQLite's C API (CSQLite). DoseTapStore re-exports it.
+        .target(name: "DoseTapStoreFormat", dependencies: ["DoseTapCore"], swiftSettings: strict),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+
         // The SQLite file (GRDB): schema, migrations, samples.
         .target(
             name: "DoseTapStore",
-            dependencies: ["DoseTapCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["DoseTapCore", "DoseTapStoreFormat", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
+
+        // The system's time zone as the C library reads it (SystemTimeZone, SystemClock): Foundation and the C
+        // library only, so the one-shot front shows times as the full program does. DoseTapLinux re-exports it.
+        .target(name: "DoseTapSystemZone", dependencies: ["DoseTapCore"], swiftSettings: strict),
 
         // Adapters to the real machine.
         .target(
             name: "DoseTapLinux",
             dependencies: [
-                "DoseTapCore", "CUdev", "CDBus", "CDBusLazy", "CLinuxInput", "CLinuxTime", "CMosquitto", "CALSA",
+                "DoseTapCore", "DoseTapSystemZone", "CUdev", "CDBus", "CDBusLazy", "CLinuxInput", "CLinuxTime", "CMosquitto", "CALSA",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
@@ -171,7 +181,7 @@ let package = Package(
         // the full program is: no exported symbols, packed relative relocations.
         .executableTarget(
             name: "dosetap-front",
-            dependencies: ["DoseTapCore", "DoseTapPresenters"],
+            dependencies: ["DoseTapCore", "DoseTapPresenters", "DoseTapStoreFormat", "DoseTapSystemZone", "CSQLite"],
             swiftSettings: strict,
             linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--as-needed",
                                            "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],

@@ -20,7 +20,7 @@ public struct DoseRepository: Sendable {
 
     /// How far back the current night's events can be: a night lasts 270 minutes, plus the same night's
     /// date boundary. Two days is ample and keeps the read small.
-    static let recentHorizon: TimeInterval = 48 * 3600
+    static let recentHorizon = DoseEventRow.recentHorizon
 
     public func submit(_ input: DoseInput, now: Date, timeZone: TimeZone) throws -> DoseOutcome {
         let database = self.database
@@ -197,23 +197,15 @@ public struct DoseRepository: Sendable {
         }
     }
 
+    /// The log since `since` (the recent rows, DoseEventRow.recentSQL) or all of it, in order, with the `seq` of
+    /// every entry that cannot be read and is not set aside.
     static func events(_ db: Database, since: Date?) throws -> (events: [DoseEvent], unreadable: [Int64]) {
-        var sql = "SELECT id, kind, at, time_zone, source, payload, seq FROM dose_event"
-        var arguments: StatementArguments = []
-        let ignored = Set(try Int64.fetchAll(db, sql: "SELECT seq FROM dose_event_ignored"))
-        if let since {
-            // Two index searches (a plain OR would scan the whole log on every decision). A time stored
-            // as text or a blob sorts after every number in SQLite, so such a row is always included.
-            sql += """
-                 WHERE seq IN (SELECT seq FROM dose_event WHERE at >= ?
-                               UNION SELECT seq FROM dose_event WHERE seq >= (SELECT COALESCE(MAX(seq), 0) - 64 FROM dose_event))
-                """
-            arguments = [since.timeIntervalSince1970]
-        }
-        sql += " ORDER BY seq"
+        // The SQL and the decoding are DoseEventRow's, shared with the one-shot front (#29).
+        let ignored = Set(try Int64.fetchAll(db, sql: DoseEventRow.ignoredSQL))
+        let rows = try since.map { try Row.fetchCursor(db, sql: DoseEventRow.recentSQL, arguments: [$0.timeIntervalSince1970]) }
+            ?? Row.fetchCursor(db, sql: DoseEventRow.allSQL)
         var events: [DoseEvent] = []
         var unreadable: [Int64] = []
-        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
         while let row = try rows.next() {
             let seq = Int64.fromDatabaseValue(row[6] as DatabaseValue) ?? -1
             if let event = decode(row) {
@@ -225,44 +217,22 @@ public struct DoseRepository: Sendable {
         return (events, unreadable)
     }
 
-    /// The instants a stored event may have: 2000-01-01 to 2200-01-01 (anything else is garbage).
-    static let plausibleTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
+    /// A row's columns by their storage classes (DoseEventRow decodes them).
+    static func stored(_ row: Row) -> [StoredValue] {
+        (0..<row.count).map { i in
+            switch (row[i] as DatabaseValue).storage {
+            case .null: .null
+            case .int64(let v): .integer(v)
+            case .double(let v): .real(v)
+            case .string(let v): .text(v)
+            case .blob: .blob
+            }
+        }
+    }
 
-    /// One row, every column checked for its type before it is read (GRDB's typed subscripts trap on a
-    /// text where a number is expected): nil for a row that cannot be read.
+    /// The event a row of `SELECT id, kind, at, time_zone, source, payload, …` holds, or nil.
     static func decode(_ row: Row) -> DoseEvent? {
-        // Columns by position, in the order of the SELECT above.
-        guard case .string(let idText) = (row[0] as DatabaseValue).storage, let id = UUID(uuidString: idText),
-              case .string(let kindText) = (row[1] as DatabaseValue).storage,
-              case .string(let zone) = (row[3] as DatabaseValue).storage,
-              case .string(let sourceText) = (row[4] as DatabaseValue).storage, let source = InputSource(rawValue: sourceText),
-              case .string(let text) = (row[5] as DatabaseValue).storage else { return nil }
-        let seconds: Double
-        switch (row[2] as DatabaseValue).storage {
-        case .double(let d): seconds = d
-        case .int64(let i): seconds = Double(i)
-        default: return nil
-        }
-        guard seconds.isFinite, plausibleTimes.contains(seconds) else { return nil }
-        let payload: [String: Any]
-        if text == "{}" {
-            payload = [:]
-        } else {
-            guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
-            payload = object
-        }
-        let kind: DoseEvent.Kind
-        switch kindText {
-        case "dose1": kind = .dose1(targetMinutes: payload["targetMinutes"] as? Int ?? DoseRules.defaultTarget)
-        case "dose2": kind = .dose2(late: payload["late"] as? Bool ?? false)
-        case "snooze": kind = .snooze
-        case "skip": kind = .skip((payload["reason"] as? String).flatMap(SkipReason.init(rawValue:)))
-        case "undo":
-            guard let target = (payload["undoes"] as? String).flatMap(UUID.init(uuidString:)) else { return nil }
-            kind = .undo(of: target)
-        default: return nil
-        }
-        return DoseEvent(id: id, kind: kind, at: Date(timeIntervalSince1970: seconds), timeZone: zone, source: source)
+        DoseEventRow.decode(stored(row))
     }
 
     static func insert(_ event: DoseEvent, _ db: Database) throws {

@@ -1,7 +1,8 @@
 // The installed `dosetap` (#29): a small executable that answers the one-shot commands a status bar or a
 // script calls often, and hands every other command line to the full program, unchanged, with execv.
 //
-// It links DoseTapCore and DoseTapPresenters only — no ArgumentParser, no store, no server stacks — so it
+// It links DoseTapCore, the presenters, the store's format and SQLite's C API, the system's time zone — no
+// ArgumentParser, no GRDB, no server stacks, no D-Bus or udev — so it
 // starts in a few milliseconds (docs/performance.md, "One-shot commands beside sqlite3"). It answers a
 // command line only when it is one of the shapes below, exactly as the full program would read it, and only
 // when the answer is a success; anything else (help, a usage error, a value out of range, an unknown
@@ -9,6 +10,7 @@
 // test (FrontTests) holds the two to the same bytes.
 import DoseTapCore
 import DoseTapPresenters
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,6 +21,7 @@ enum FrontAnswer {
         guard let command = arguments.first else { return nil }
         switch command {
         case "predict": return predict(Array(arguments.dropFirst()))
+        case "dose" where arguments.dropFirst().first == "status": return FrontDoseStatus.answer(Array(arguments.dropFirst(2)))
         default: return nil
         }
     }

@@ -136,6 +136,127 @@ struct FrontTests {
         #expect(r.exitCode == 127, "\(r.out)\(r.err)")
     }
 
+    /// A night in New York: Dose 1 at 21:00 (fake time), then what `actions` add.
+    func night(_ cli: CLI, _ actions: [(args: [String], at: String)]) async throws {
+        for (args, at) in actions {
+            let r = try await cli.dose(args, at: at)
+            #expect(r.exitCode == 0 || r.exitCode == 2, "\(args): \(r.err)")
+        }
+    }
+
+    static let statusLines: [[String]] = [
+        ["dose", "status", "--json"],
+        ["dose", "status", "--json", "--json"],
+        ["dose", "status"],
+        ["dose", "status", "--jsn"],
+        ["dose", "status", "--json", "extra"],
+        ["dose", "status", "--json", "--data-dir"],
+        ["dose", "status", "--json", "--data-dir", "--json"],
+        ["dose", "status", "--json", "--data-dir="],
+    ]
+
+    @Test("dose status --json through a night: the same bytes at every step, and the front answers it itself")
+    func doseStatusThroughANight() async throws {
+        let cli = try CLI()
+        let zone = "America/New_York"
+        // No data yet: an empty night (and the data folder is not created by either).
+        for line in Self.statusLines { try await compare(line, cli: cli, fakeTime: "2026-11-29 21:00:00", tz: zone) }
+        #expect(!FileManager.default.fileExists(atPath: cli.dataDirectory.path))
+        let steps: [(args: [String], at: String, checkAt: [String])] = [
+            (["dose", "take"], "2026-11-29 21:00:00", ["2026-11-29 21:00:00", "2026-11-29 23:29:59", "2026-11-29 23:30:00", "2026-11-30 00:45:00"]),
+            (["dose", "snooze"], "2026-11-29 23:46:00", ["2026-11-29 23:50:00"]),
+            (["dose", "take"], "2026-11-30 00:10:00", ["2026-11-30 00:10:00", "2026-11-30 09:00:00"]),
+            (["dose", "undo"], "2026-11-30 00:10:04", ["2026-11-30 00:10:05", "2026-11-30 00:20:00"]),
+            (["dose", "skip", "--reason", "side-effects", "--yes"], "2026-11-30 00:30:00", ["2026-11-30 00:31:00", "2026-11-30 01:06:00"]),
+        ]
+        for step in steps {
+            try await night(cli, [(step.args, step.at)])
+            for at in step.checkAt {
+                for line in Self.statusLines { try await compare(line, cli: cli, fakeTime: at, tz: zone) }
+                // A zone the C library reads and Foundation does not (a POSIX rule): the same zone for both.
+                try await compare(["dose", "status", "--json"], cli: cli, fakeTime: at, tz: "EST5EDT,M3.2.0,M11.1.0")
+                try await compare(["dose", "status", "--json", "--data-dir", cli.dataDirectory.path], cli: cli, fakeTime: at, tz: zone)
+                try await compare(["dose", "status", "--data-dir=\(cli.dataDirectory.path)", "--json"], cli: cli, fakeTime: at, tz: zone)
+            }
+        }
+        // The front answered these itself: alone (no full program beside it) it still does, with the same bytes.
+        let alone = cli.home.appendingPathComponent("alone")
+        try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.front, toPath: alone.appendingPathComponent("dosetap").path)
+        let itself = try await cli.run(["dose", "status", "--json"], fakeTime: "2026-11-30 00:31:00", tz: zone,
+                                       binary: alone.appendingPathComponent("dosetap").path)
+        let full = try await cli.run(["dose", "status", "--json"], fakeTime: "2026-11-30 00:31:00", tz: zone)
+        #expect(itself.exitCode == 0 && itself.out == full.out && itself.out.contains("\"skipReason\":\"side-effects\""), "\(itself.out)\(itself.err)")
+    }
+
+    @Test("dose status --json on data the full program refuses or must repair: its answer, whatever the front could read")
+    func doseStatusOnTroubledData() async throws {
+        let zone = "America/New_York"
+        let at = "2026-11-29 22:00:00"
+        // An entry that cannot be read: an error (exit 1) from the full program; set aside, the night again.
+        do {
+            let cli = try CLI()
+            try await night(cli, [(["dose", "take"], "2026-11-29 21:00:00")])
+            _ = try await cli.sqlite("INSERT INTO dose_event (id, kind, at, time_zone, source, payload) VALUES ('x', 'dose2', 1795340000, 'UTC', 'cli', '{}')")
+            try await compare(["dose", "status", "--json"], cli: cli, fakeTime: at, tz: zone)
+            let full = try await cli.run(["dose", "status", "--json"], fakeTime: at, tz: zone)
+            #expect(full.exitCode == 1, "\(full.out)\(full.err)")
+            _ = try await cli.sqlite("INSERT INTO dose_event_ignored (seq) SELECT MAX(seq) FROM dose_event")
+            try await compare(["dose", "status", "--json"], cli: cli, fakeTime: at, tz: zone)
+            // A payload that is not an object, a time as text, a NUL and invalid UTF-8 in the id.
+            _ = try await cli.sqlite("INSERT INTO dose_event (id, kind, at, time_zone, source, payload) VALUES ('" + UUID().uuidString + "', 'dose2', '1795340000', 'UTC', 'cli', '[]')")
+            try await compare(["dose", "status", "--json"], cli: cli, fakeTime: at, tz: zone)
+            _ = try await cli.sqlite("INSERT INTO dose_event (id, kind, at, time_zone, source, payload) VALUES (CAST(X'" + "41" + "00" + "FF" + "' AS TEXT), 'snooze', 1795340000, 'UTC', 'cli', '{}')")
+            try await compare(["dose", "status", "--json"], cli: cli, fakeTime: at, tz: zone)
+        }
+        // A database of an older version (its last migration not recorded): the full program upgrades it first.
+        do {
+            let cli = try CLI()
+            try await night(cli, [(["dose", "take"], "2026-11-29 21:00:00")])
+            _ = try await cli.sqlite("DELETE FROM grdb_migrations WHERE identifier = (SELECT identifier FROM grdb_migrations ORDER BY rowid DESC LIMIT 1)")
+            let front = try await cli.run(["dose", "status", "--json"], fakeTime: at, tz: zone, binary: Self.front)
+            let full = try await cli.run(["dose", "status", "--json"], fakeTime: at, tz: zone)
+            #expect(front.out == full.out && front.err == full.err && front.exitCode == full.exitCode, "\(front.out)\(front.err) | \(full.out)\(full.err)")
+        }
+        // Not a database; a data folder that is a file; a relative DOSETAP_DATA_DIR; a folder that cannot be searched.
+        do {
+            let cli = try CLI()
+            try FileManager.default.createDirectory(at: cli.dataDirectory, withIntermediateDirectories: true)
+            try Data("not a database".utf8).write(to: cli.dataDirectory.appendingPathComponent("dosetap.sqlite"))
+            try await compare(["dose", "status", "--json"], cli: cli, fakeTime: at, tz: zone)
+            let file = cli.home.appendingPathComponent("a-file")
+            try Data().write(to: file)
+            try await compare(["dose", "status", "--json", "--data-dir", file.path], cli: cli, fakeTime: at, tz: zone)
+            try await compare(["dose", "status", "--json", "--data-dir", file.path + "/below"], cli: cli, fakeTime: at, tz: zone)
+            let full = try await cli.run(["dose", "status", "--json"], fakeTime: at, tz: zone, env: ["DOSETAP_DATA_DIR": "relative/dir"])
+            let front = try await cli.run(["dose", "status", "--json"], fakeTime: at, tz: zone, env: ["DOSETAP_DATA_DIR": "relative/dir"], binary: Self.front)
+            #expect(full.exitCode != 0 && front.out == full.out && front.err == full.err && front.exitCode == full.exitCode, "\(front.err) | \(full.err)")
+        }
+    }
+
+    /// "2026-11-29 21:00:00" plus `minutes`, as New York's local time (no DST change in those days).
+    static func newYork(minutesAfterNine minutes: Int) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: Date(timeIntervalSince1970: 1_796_004_000 - 5 * 3600 + Double(minutes * 60)))
+        func two(_ n: Int?) -> String { String(format: "%02d", n ?? 0) }
+        return "\(c.year ?? 0)-\(two(c.month))-\(two(c.day)) \(two(c.hour)):\(two(c.minute)):00"
+    }
+
+    @Test("any night of doses, read at any minute: the front's dose status --json is the full program's")
+    func anyNight() async throws {
+        let actions = [["dose", "take"], ["dose", "snooze"], ["dose", "undo"], ["dose", "skip", "--yes"], ["dose", "take", "--late"]]
+        await propertyCheck(count: 6, input: Gen.int(in: 0...(actions.count - 1)).array(of: 1...4), Gen.int(in: 0...600)) { picks, readAt in
+            let cli = try CLI()
+            var minute = 0
+            for pick in picks {
+                minute += 40
+                _ = try await cli.dose(actions[pick], at: Self.newYork(minutesAfterNine: minute))
+            }
+            try await compare(["dose", "status", "--json"], cli: cli, fakeTime: Self.newYork(minutesAfterNine: readAt), tz: "America/New_York")
+        }
+    }
+
     @Test("standard output that cannot be written: the full program's line and exit status")
     func outputFails() async throws {
         let cli = try CLI()

@@ -103,7 +103,7 @@ struct StoreHardeningTests {
             let (events, unreadable) = try repo.readAll()
             #expect(events.count + unreadable.count == 1)
             if let event = events.first {
-                #expect(DoseRepository.plausibleTimes.contains(event.at.timeIntervalSince1970))
+                #expect(DoseEventRow.plausibleTimes.contains(event.at.timeIntervalSince1970))
             }
             let before = try repo.count()
             let outcome = try take(repo, at: t0)

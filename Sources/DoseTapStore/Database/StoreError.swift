@@ -4,11 +4,6 @@ internal import GRDB
 import Glibc
 #endif
 
-/// A one-line, human-readable storage failure.
-public struct StoreError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
-}
 
 extension DoseTapDatabase {
     /// SQLite's terse codes ("disk I/O error", "database or disk is full") as one plain sentence.

@@ -5,9 +5,9 @@ import Glibc
 
 /// The data folder the database lives in: whether it holds a database, creating it (0700), and the `flock`
 /// that serialises opening and migrating across processes.
-enum DataFolder {
+public enum DataFolder {
     /// True when `file` exists in `folder`; an error when `folder` is not a folder or cannot be read.
-    static func exists(folder: String, file: String) throws -> Bool {
+    public static func exists(folder: String, file: String) throws -> Bool {
         var s = stat()
         if stat(folder, &s) != 0 {
             let code = errno
@@ -30,7 +30,7 @@ enum DataFolder {
     }
 
     /// Creates the folder (and its parents, mode 0700) when asked; a file in its place is an error.
-    static func check(_ folder: String, create: Bool) throws {
+    public static func check(_ folder: String, create: Bool) throws {
         var s = stat()
         if stat(folder, &s) == 0 {
             guard s.st_mode & S_IFMT == S_IFDIR else {
@@ -59,7 +59,7 @@ enum DataFolder {
 
     /// An exclusive `flock` on the data folder itself (no lock file to leave behind), held while the
     /// database is opened and migrated.
-    static func lock(_ folder: String) throws -> Int32 {
+    public static func lock(_ folder: String) throws -> Int32 {
         let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             throw StoreError("cannot open data directory \(folder): \(String(cString: strerror(errno)))")
