@@ -57,8 +57,10 @@ install -Dm644 packaging/debian/lintian-overrides "$stage/usr/share/lintian/over
 # Depends: what the binary loads, as dpkg-shlibdeps maps it to packages and minimum versions.
 mkdir -p "$work/debian"
 printf 'Source: dosetap\n\nPackage: dosetap\nArchitecture: any\n' > "$work/debian/control"
-depends=$(cd "$work" && dpkg-shlibdeps -O "${cross[@]}" -e dosetap/usr/bin/dosetap -e dosetap/usr/lib/dosetap/dosetap 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
-[[ -n $depends ]] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+shlibdeps=$(cd "$work" && dpkg-shlibdeps -O "${cross[@]}" -e dosetap/usr/bin/dosetap -e dosetap/usr/lib/dosetap/dosetap 2>"$work/shlibdeps.err") \
+  || { cat "$work/shlibdeps.err" >&2; echo "build-deb: dpkg-shlibdeps failed (above)" >&2; exit 1; }
+depends=$(sed -n 's/^shlibs:Depends=//p' <<<"$shlibdeps")
+[[ -n $depends ]] || { cat "$work/shlibdeps.err" >&2; echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 # ...and what it loads with dlopen (packaging/debian/dlopen). When the library's wrapper is generated
 # (scripts/lazy-library.py: `dlsym(lib, "NAME")` for each function) and its package has a symbols file, the
 # minimum version is the highest of those functions' versions there, as dpkg-shlibdeps computes it for a
