@@ -17,7 +17,7 @@ public struct DataPaths: Sendable, Equatable {
     }
 
     public static func resolve(dataDirectory: String? = nil, configFile: String? = nil,
-                               environment: [String: String] = ProcessInfo.processInfo.environment) -> DataPaths {
+                               environment: [String: String] = DataPaths.processEnvironment()) -> DataPaths {
         let home = nonEmpty(environment["HOME"]) ?? NSHomeDirectory()
         let data: String
         if let d = nonEmpty(dataDirectory) {
@@ -46,11 +46,22 @@ public struct DataPaths: Sendable, Equatable {
     /// absolute, as the XDG variables must: a relative one would put the dose history wherever the
     /// command happens to run (a systemd unit runs in `/`).
     public static func problem(dataDirectory: String? = nil,
-                               environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+                               environment: [String: String] = DataPaths.processEnvironment()) -> String? {
         if nonEmpty(dataDirectory) == nil, let d = nonEmpty(environment["DOSETAP_DATA_DIR"]), !d.hasPrefix("/") {
             return "DOSETAP_DATA_DIR must be an absolute path (got '\(d)'); use --data-dir for a path relative to here"
         }
         return nil
+    }
+
+    /// The variables these rules read, as the C library's `getenv` sees them (the first of duplicates, as every
+    /// other reader of the environment here): not Foundation's whole environment, which a one-shot command
+    /// would build as a dictionary of every variable on each call (#29).
+    public static func processEnvironment() -> [String: String] {
+        var environment: [String: String] = [:]
+        for key in ["HOME", "DOSETAP_DATA_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME"] {
+            if let value = getenv(key) { environment[key] = String(cString: value) }
+        }
+        return environment
     }
 
     private static func nonEmpty(_ s: String?) -> String? {

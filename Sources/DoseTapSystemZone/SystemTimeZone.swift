@@ -18,7 +18,8 @@ public enum SystemTimeZone {
 
     /// The system's zone now (`TZ`, else `/etc/localtime`).
     public static var current: TimeZone {
-        let environment = ProcessInfo.processInfo.environment["TZ"]
+        // getenv, as the C library reads it (and without building Foundation's dictionary of every variable).
+        let environment = getenv("TZ").map { String(cString: $0) }
         let key = environment ?? "\u{0}unset"
         if let known = cache.withLock({ $0[key] }) { return known }
         let zone = resolve(tz: environment)
@@ -56,13 +57,15 @@ public enum SystemTimeZone {
         let quickInstants = quick.map { instants[$0] }
         let quickOffsets = quick.map { offsets[$0] }
 
-        var candidates: [TimeZone] = [TimeZone.current]
+        // The zone TZ names, then Foundation's current zone (asked only when needed: it reads /etc/localtime).
+        var candidates: [() -> TimeZone?] = [{ TimeZone.current }]
         if let tz {
             var name = tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
             if let range = name.range(of: "zoneinfo/") { name = String(name[range.upperBound...]) }
-            if let named = TimeZone(identifier: name) { candidates.insert(named, at: 0) }
+            candidates.insert({ TimeZone(identifier: name) }, at: 0)
         }
-        for zone in candidates where agrees(zone, at: quickInstants, offsets: quickOffsets) && agrees(zone, at: instants, offsets: offsets) {
+        for candidate in candidates {
+            guard let zone = candidate(), agrees(zone, at: quickInstants, offsets: quickOffsets), agrees(zone, at: instants, offsets: offsets) else { continue }
             return zone
         }
         // No DST in two years: a fixed offset.
