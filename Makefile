@@ -54,8 +54,8 @@ build: deps
 	$(SWIFT) build --product dosetap
 
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product dosetap --scratch-path $(SCRATCH)
-	$(SWIFT) build -c release --static-swift-stdlib --product dosetap-front --scratch-path $(SCRATCH)
+	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath --product dosetap --scratch-path $(SCRATCH)
+	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath --product dosetap-front --scratch-path $(SCRATCH)
 
 # One manual page per command (dosetap.1, dosetap.alarm.add.1, …), generated from the command definitions
 # by swift-argument-parser's generate-manual tool (what its GenerateManual plugin runs).

@@ -179,9 +179,11 @@ let package = Package(
         // The installed `dosetap` (#29): answers the frequent one-shot commands itself (Core and the presenters
         // only) and runs the full program (installed as lib/dosetap/dosetap) for everything else. Linked as
         // the full program is: no exported symbols, packed relative relocations.
+        // The front's hand-over to the full program: C, in a constructor that runs before the Swift runtime.
+        .target(name: "CFrontDispatch"),
         .executableTarget(
             name: "dosetap-front",
-            dependencies: ["DoseTapCore", "DoseTapPresenters", "DoseTapStoreFormat", "DoseTapSystemZone", "CSQLite"],
+            dependencies: ["DoseTapCore", "DoseTapPresenters", "DoseTapStoreFormat", "DoseTapSystemZone", "CSQLite", "CFrontDispatch"],
             swiftSettings: strict,
             linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--as-needed",
                                            "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],

@@ -188,11 +188,11 @@ build() {
   # (it rewrites the file only when the version or the commit changed; SwiftPM then recompiles DoseTapVersion).
   local stamp=/build/plugins/outputs/src/DoseTapVersion/destination/BuildStamp/Generated
   if [[ -d $chroot_dir${stamp%/Generated} ]]; then in_chroot sh /src/scripts/build-stamp.sh /src "$stamp" || die "build-stamp.sh failed"; fi
-  in_chroot sh -c "cd /src && DOSETAP_SYSROOT=$bundle/sdk/sysroot PKG_CONFIG_SYSROOT_DIR=$bundle/sdk/sysroot \
+  in_chroot sh -c "cd /src && export DOSETAP_SYSROOT=$bundle/sdk/sysroot PKG_CONFIG_SYSROOT_DIR=$bundle/sdk/sysroot \
       PKG_CONFIG_PATH=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
-      PKG_CONFIG_LIBDIR=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig \
+      PKG_CONFIG_LIBDIR=$bundle/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:$bundle/sdk/sysroot/usr/share/pkgconfig && \
       for product in dosetap dosetap-front; do \
-        swift build -c release --static-swift-stdlib --product \$product --scratch-path /build -j $jobs \
+        swift build -c release --static-swift-stdlib --disable-local-rpath --product \$product --scratch-path /build -j $jobs \
         --swift-sdks-path /opt/dosetap-sdk --swift-sdk aarch64-unknown-linux-gnu $* || exit 1; \
       done" \
     || die "the arm64 build failed"

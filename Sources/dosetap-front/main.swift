@@ -8,6 +8,7 @@
 // when the answer is a success; anything else (help, a usage error, a value out of range, an unknown
 // option) is the full program's to answer, so every message and exit status stays its own. A differential
 // test (FrontTests) holds the two to the same bytes.
+import CFrontDispatch
 import DoseTapCore
 import DoseTapPresenters
 import Foundation
@@ -69,29 +70,6 @@ enum FrontAnswer {
     }
 }
 
-/// The full program: `../lib/dosetap/dosetap` from this executable's folder (as installed: /usr/bin and
-/// /usr/lib/dosetap, or ~/.local/bin and ~/.local/lib/dosetap), else `dosetap` beside it (the build folder,
-/// where this one is `dosetap-front`) — never this executable itself.
-enum FullProgram {
-    static func path() -> (path: String?, tried: String) {
-        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
-        let n = buffer.withUnsafeMutableBytes { readlink("/proc/self/exe", $0.baseAddress!, $0.count) }
-        guard n > 0, n < buffer.count else { return (nil, "/proc/self/exe") }
-        let me = String(decoding: buffer[..<n], as: UTF8.self)
-        let folder = me.hasPrefix("/") && me.contains("/") ? String(me[..<me.lastIndex(of: "/")!]) : "."
-        var own = stat()
-        let ownKnown = stat(me, &own) == 0
-        let candidates = [folder + "/../lib/dosetap/dosetap", folder + "/dosetap"]
-        for candidate in candidates {
-            var s = stat()
-            guard stat(candidate, &s) == 0, s.st_mode & S_IFMT == S_IFREG else { continue }
-            if ownKnown, s.st_dev == own.st_dev, s.st_ino == own.st_ino { continue }
-            return (candidate, candidate)
-        }
-        return (nil, candidates[0])
-    }
-}
-
 func writeAll(_ fd: Int32, _ text: String) -> Int32? {
     let bytes = Array(text.utf8)
     var offset = 0
@@ -118,14 +96,6 @@ if let line = FrontAnswer.answer(Array(arguments.dropFirst())) {
     exit(0)
 }
 
-let (full, tried) = FullProgram.path()
-if let full {
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
-    argv.append(nil)
-    execv(full, argv)
-    let code = errno
-    _ = writeAll(STDERR_FILENO, "dosetap: cannot run the full program \(full): \(String(cString: strerror(code))) (reinstall dosetap)\n")
-    exit(126)
-}
-_ = writeAll(STDERR_FILENO, "dosetap: the full program is missing (looked for \(tried)); reinstall dosetap\n")
-exit(127)
+// Not answered here after all: the full program's (CFrontDispatch already handed over every other command line
+// before the runtime started).
+exit(dosetap_front_run_full(CommandLine.unsafeArgv))

@@ -64,6 +64,9 @@ struct FrontTests {
         ["--help"],
         [],
         ["no-such-command"],
+        ["no-such-\u{1B}[31m", "ü", "", "--json"],                                     // handed over before the runtime starts
+        ["dose", "stat"],
+        ["dosestatus", "--json"],
         ["dose", "status", "--json"],
         ["dose", "status"],
         ["alarm", "list", "--json"],
