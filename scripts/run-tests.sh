@@ -137,7 +137,11 @@ fi
 swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
 # The sleep guard writing a umockdev RTC's wakealarm (DoseTapAgentTests): its own testbed, its own process.
 swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
-swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests --skip highDescriptor
+swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests --skip highDescriptor --skip Flic2AgentTests
+# The Flic 2 end-to-end suite (a private bus, python-dbusmock, the simulated button in the test process), alone: in a
+# fresh-clone run beside the whole parallel suite its pairing once took over 30 s (the command's limit) where it takes
+# 0.14 s alone — the cause not found yet (#29's note); its own step keeps it from failing on others' load.
+swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter Flic2AgentTests
 # The MQTT client from a socket numbered above 1024: the test takes every free descriptor below 1100 for a
 # moment, so it runs alone (beside it, every test that opened a descriptor then got a number above 1024,
 # and Foundation's select()-based helpers corrupt memory there; full runs with it inside hung).

@@ -23,7 +23,8 @@ public struct SystemdNotifier: Sendable {
 
     public var isEnabled: Bool { socketPath != nil }
 
-    /// Sends a state such as "READY=1", "RELOADING=1", "STOPPING=1" or "WATCHDOG=1".
+    /// Sends a state such as "READY=1", "RELOADING=1", "STOPPING=1" or "WATCHDOG=1"; false when it could not be
+    /// sent (no socket, or its queue is full: the datagram is dropped, never waited for).
     @discardableResult
     public func notify(_ state: String) -> Bool {
         guard let socketPath else { return false }
@@ -45,7 +46,10 @@ public struct SystemdNotifier: Sendable {
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                 message.withUnsafeBytes { bytes in
-                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), sa, socklen_t(length))
+                    // Never blocks: a receiver that stopped reading (a full queue) loses this datagram instead of
+                    // stopping the agent's event loop in sendto — seen in a test whose notify socket filled with
+                    // watchdog pings: the loop never got to the SIGTERM, and an alarm due then would not ring.
+                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), sa, socklen_t(length))
                 }
             }
         }
