@@ -177,8 +177,10 @@ let package = Package(
         ),
 
         // The installed `dosetap` (#29): answers the frequent one-shot commands itself (Core and the presenters
-        // only) and runs the full program (installed as lib/dosetap/dosetap) for everything else. Linked as
-        // the full program is: no exported symbols, packed relative relocations.
+        // only) and runs the full program (installed as lib/dosetap/dosetap) for everything else. No exported
+        // symbols, packed relative relocations, and a static PIE (glibc, SQLite and the C++ runtime inside, still
+        // loaded at a random address): the dynamic loader's work was a third of its start (docs/performance.md,
+        // "One-shot commands beside sqlite3", step 8; docs/architecture.md says what that costs).
         // The front's hand-over to the full program: C, in a constructor that runs before the Swift runtime.
         .target(name: "CFrontDispatch"),
         .executableTarget(
@@ -187,7 +189,11 @@ let package = Package(
             swiftSettings: strict,
             linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--as-needed",
                                            "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],
-                                          .when(platforms: [.linux]))]
+                                          .when(platforms: [.linux])),
+                             // Release only, and with --static-swift-stdlib (make release, cross-arm64.sh): a debug
+                             // build (the tests') links Foundation's shared libraries, which a static link cannot.
+                             .unsafeFlags(["-static-executable", "-Xclang-linker", "-static-pie"],
+                                          .when(platforms: [.linux], configuration: .release))]
         ),
 
         // Benchmarks (not built by the test command): swift run -c release feedback-latency

@@ -135,7 +135,10 @@ front=("$root/usr/bin/dosetap")
 answer=$("${front[@]}" predict --level 55 --drain 6 --hours 7 --json) || fail "the front's predict --json"
 [[ $answer == "$(dosetap_in "$root" predict --level 55 --drain 6 --hours 7 --json)" && $answer == '{"risk":"warning","predictedLevel":13}' ]] \
   || fail "the front's predict --json: $answer"
-readelf -d "$work/x/usr/bin/dosetap" | grep -qE 'libudev|libdbus|libmosquitto|libssl|libasound' && fail "the front links a library it must not"
+# ...as a static PIE (#29, docs/architecture.md): no interpreter, no shared library, still position-independent.
+readelf -lW "$work/x/usr/bin/dosetap" | grep -q 'INTERP' && fail "the front names a dynamic loader: it must be a static PIE"
+readelf -d "$work/x/usr/bin/dosetap" | grep -q 'NEEDED' && fail "the front loads shared libraries: it must be a static PIE"
+readelf -hW "$work/x/usr/bin/dosetap" | grep -qE 'Type:[[:space:]]+DYN' || fail "the front is not position-independent"
 # The alarm heard with nothing but the Depends (#32): no player on PATH, the beep into ALSA's file sink.
 home=$work/home-sound
 mkdir -p "$home"

@@ -82,23 +82,19 @@ public enum JSON: Sendable {
 extension Date {
     /// RFC 3339 with the local offset, e.g. 2026-11-22T06:30:00-05:00: how every face writes an instant.
     ///
-    /// Written from the Gregorian calendar's fields and the zone's offset, not with `ISO8601DateFormatter`,
-    /// whose locale machinery (ICU) costs a one-shot command milliseconds and megabytes (#29); the same text,
-    /// held to it by `RFC3339Tests`: the instant rounded to the millisecond, then its whole seconds (so
-    /// 00.9995 s is shown as 01), `Z` for a zero offset.
+    /// Written from the Gregorian calendar's fields (`CivilTime`) and the zone's offset, not with
+    /// `ISO8601DateFormatter`, whose locale machinery (ICU) costs a one-shot command milliseconds and megabytes
+    /// (#29); the same text, held to it by `RFC3339Tests`: the instant rounded to the millisecond, then its whole
+    /// seconds (so 00.9995 s is shown as 01), `Z` for a zero offset.
     public func rfc3339(in timeZone: TimeZone) -> String {
         let milliseconds = ((timeIntervalSinceReferenceDate + 978_307_200) * 1000).rounded()
         let shown = Date(timeIntervalSince1970: (milliseconds / 1000).rounded(.down))
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: shown)
-        func two(_ n: Int?) -> String { let v = n ?? 0; return v < 10 ? "0\(v)" : "\(v)" }
-        let year = c.year ?? 0
-        var text = year >= 0 && year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
-        text += "-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))"
+        let c = CivilTime(shown, in: timeZone)
+        var text = c.year >= 0 && c.year < 1000 ? c.year.zeroPadded(4) : String(c.year)
+        text += "-\(c.month.zeroPadded(2))-\(c.day.zeroPadded(2))T\(c.hour.zeroPadded(2)):\(c.minute.zeroPadded(2)):\(c.second.zeroPadded(2))"
         let offset = timeZone.secondsFromGMT(for: shown)
         guard offset != 0 else { return text + "Z" }
         let minutes = abs(offset) / 60
-        return text + (offset < 0 ? "-" : "+") + two(minutes / 60) + ":" + two(minutes % 60)
+        return text + (offset < 0 ? "-" : "+") + (minutes / 60).zeroPadded(2) + ":" + (minutes % 60).zeroPadded(2)
     }
 }

@@ -123,7 +123,7 @@ public struct DoseRepository: Sendable {
         try database.read { db in
             let ignored = Set(try Int64.fetchAll(db, sql: "SELECT seq FROM dose_event_ignored"))
             var out: [RawEntry] = []
-            let rows = try Row.fetchCursor(db, sql: "SELECT id, kind, at, time_zone, source, payload, seq FROM dose_event ORDER BY seq")
+            let rows = try Row.fetchCursor(db, sql: DoseEventRow.allSQL)
             while let row = try rows.next() {
                 guard Self.decode(row) == nil else { continue }
                 let seq = Int64.fromDatabaseValue(row[6] as DatabaseValue) ?? -1
@@ -140,8 +140,7 @@ public struct DoseRepository: Sendable {
     public func ignoreUnreadable(_ seqs: [Int64], now: Date) throws {
         try database.write { db in
             for seq in seqs {
-                guard let row = try Row.fetchOne(db, sql: "SELECT id, kind, at, time_zone, source, payload, seq FROM dose_event WHERE seq = ?",
-                                                 arguments: [seq]) else {
+                guard let row = try Row.fetchOne(db, sql: DoseEventRow.entrySQL, arguments: [seq]) else {
                     throw StoreError("no entry \(seq) in the dose log")
                 }
                 guard Self.decode(row) == nil else {
@@ -230,7 +229,7 @@ public struct DoseRepository: Sendable {
         }
     }
 
-    /// The event a row of `SELECT id, kind, at, time_zone, source, payload, …` holds, or nil.
+    /// The event a row of `SELECT \(DoseEventRow.columns) …` holds, or nil.
     static func decode(_ row: Row) -> DoseEvent? {
         DoseEventRow.decode(stored(row))
     }

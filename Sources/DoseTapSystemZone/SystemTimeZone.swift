@@ -36,11 +36,16 @@ public enum SystemTimeZone {
     }
 
     /// Instants to compare offsets at: every day for two years from the start of this year.
+    /// (Noon UTC on 1 January from the C library's calendar: a Foundation `Calendar` here cost every one-shot
+    /// command a start-up's worth of runtime type lookups, #29.)
     static func samples(from now: Date) -> [Date] {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let year = calendar.component(.year, from: now)
-        let start = calendar.date(from: DateComponents(year: year, month: 1, day: 1, hour: 12))!
+        var seconds = time_t(now.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        var start = now
+        if gmtime_r(&seconds, &parts) != nil {
+            (parts.tm_mon, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec) = (0, 1, 12, 0, 0)
+            start = Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        }
         return (0..<731).map { start.addingTimeInterval(TimeInterval($0) * 86_400) } + [now]
     }
 

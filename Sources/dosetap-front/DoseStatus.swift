@@ -37,6 +37,9 @@ enum FrontDoseStatus {
             }
         }
         guard json, DataPaths.problem(dataDirectory: dataDir) == nil else { return nil }
+        // Without HOME, DataPaths asks the password database for the home folder: through NSS modules, which a
+        // static program (the front is one) should not load. The full program, linked dynamically, answers.
+        guard let home = getenv("HOME"), home.pointee != 0 else { return nil }
         let folder = DataPaths.resolve(dataDirectory: dataDir, configFile: nil).dataDirectory
         let file = folder.appendingPathComponent("dosetap.sqlite").path
         let now = Date()
@@ -68,7 +71,7 @@ enum FrontDoseStatus {
         var unreadable: [Int64] = []
         let since = now.addingTimeInterval(-DoseEventRow.recentHorizon).timeIntervalSince1970
         guard reader.query(DoseEventRow.recentSQL, [since], row: { columns in
-            guard columns.count == 7 else { return false }
+            guard columns.count == DoseEventRow.columnCount else { return false }
             let seq: Int64
             if case .integer(let s) = columns[6] { seq = s } else { seq = -1 }
             if let event = DoseEventRow.decode(columns) {

@@ -106,6 +106,14 @@ struct FrontTests {
         // A value the full program would refuse is not answered either: the refusal is the full program's to word.
         let refused = try await cli.run(["predict", "--level", "-5", "--drain", "6", "--hours", "7", "--json"], binary: copy)
         #expect(refused.exitCode == 127 && refused.out.isEmpty, "\(refused.out)\(refused.err)")
+        // dose status --json it answers alone, but not without HOME: the home folder would then come from the
+        // password database (NSS modules, which the static front does not load), so the full program answers.
+        let status = try await cli.run(["dose", "status", "--json"], binary: copy)
+        #expect(status.exitCode == 0 && status.out.hasPrefix("{\"phase\":") && status.err.isEmpty, "\(status.out)\(status.err)")
+        let dataDir = ["--data-dir", cli.dataDirectory.path]
+        #expect(try await cli.run(["dose", "status", "--json"] + dataDir, binary: copy).exitCode == 0)
+        let homeless = try await cli.run(["dose", "status", "--json"] + dataDir, env: ["HOME": ""], binary: copy)
+        #expect(homeless.exitCode == 127 && homeless.out.isEmpty, "\(homeless.out)\(homeless.err)")
     }
 
     @Test("as installed: bin/dosetap runs lib/dosetap/dosetap for what it does not answer, with the same arguments")

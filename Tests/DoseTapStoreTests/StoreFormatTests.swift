@@ -24,29 +24,92 @@ struct StoreFormatTests {
         #expect(try queue.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
     }
 
-    @Test("a row decodes by its storage classes: text, a time as a real or an integer, a JSON payload")
-    func decodeRows() {
-        let id = UUID()
-        func row(_ kind: StoredValue = .text("dose1"), at: StoredValue = .real(1_795_332_600.25), payload: StoredValue = .text("{\"targetMinutes\":165}"),
-                 source: StoredValue = .text("cli")) -> [StoredValue] {
-            [.text(id.uuidString), kind, at, .text("America/New_York"), source, payload, .integer(1)]
+    /// A row of the shared SQL (DoseEventRow.entrySQL) over a dose_event table without column types, so any
+    /// storage class can be stored, as the store's reads decode it.
+    func decoded(kind: DatabaseValueConvertible? = "dose1", at: DatabaseValueConvertible? = 1_795_332_600.25,
+                 payload: DatabaseValueConvertible? = "{\"targetMinutes\":165}", source: DatabaseValueConvertible? = "cli",
+                 id: UUID = UUID()) throws -> DoseEvent? {
+        let queue = try DatabaseQueue()
+        return try queue.write { db in
+            try db.execute(sql: "CREATE TABLE dose_event (seq INTEGER PRIMARY KEY, id, kind, at, time_zone, source, payload)")
+            try db.execute(sql: "INSERT INTO dose_event (id, kind, at, time_zone, source, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                           arguments: [id.uuidString, kind, at, "America/New_York", source, payload])
+            let row = try #require(try Row.fetchOne(db, sql: DoseEventRow.entrySQL, arguments: [1]))
+            #expect(row.count == DoseEventRow.columnCount)
+            return DoseRepository.decode(row)
         }
-        let event = DoseEventRow.decode(row())
+    }
+
+    @Test("a row decodes by its storage classes: text, a time as a real or an integer, a JSON payload")
+    func decodeRows() throws {
+        let id = UUID()
+        let event = try decoded(id: id)
+        #expect(event?.id == id)
         #expect(event?.kind == .dose1(targetMinutes: 165))
         #expect(event?.at == Date(timeIntervalSince1970: 1_795_332_600.25))
-        #expect(DoseEventRow.decode(row(at: .integer(1_795_332_600)))?.at == Date(timeIntervalSince1970: 1_795_332_600))
-        #expect(DoseEventRow.decode(row(.text("dose2"), payload: .text("{}")))?.kind == .dose2(late: false))
+        #expect(try decoded(at: 1_795_332_600)?.at == Date(timeIntervalSince1970: 1_795_332_600))
+        #expect(try decoded(kind: "dose2", payload: "{}")?.kind == .dose2(late: false))
         // Unreadable: a time as text, out of the plausible range or not finite; an unknown kind or source; a payload
-        // that is not a JSON object; a column of another class; too few columns.
-        #expect(DoseEventRow.decode(row(at: .text("1795332600"))) == nil)
-        #expect(DoseEventRow.decode(row(at: .real(946_684_799))) == nil)
-        #expect(DoseEventRow.decode(row(at: .real(7_258_118_401))) == nil)
-        #expect(DoseEventRow.decode(row(at: .real(.nan))) == nil)
-        #expect(DoseEventRow.decode(row(.text("dose3"))) == nil)
-        #expect(DoseEventRow.decode(row(source: .text("radio"))) == nil)
-        #expect(DoseEventRow.decode(row(payload: .text("[1]"))) == nil)
-        #expect(DoseEventRow.decode(row(payload: .blob)) == nil)
-        #expect(DoseEventRow.decode(row(.text("undo"), payload: .text("{}"))) == nil)
-        #expect(DoseEventRow.decode(Array(row().prefix(5))) == nil)
+        // that is not a JSON object; a column of another class.
+        #expect(try decoded(at: "1795332600") == nil)
+        #expect(try decoded(at: 946_684_799) == nil)
+        #expect(try decoded(at: 7_258_118_401) == nil)
+        #expect(try decoded(at: Double.infinity) == nil)
+        #expect(try decoded(kind: "dose3") == nil)
+        #expect(try decoded(source: "radio") == nil)
+        #expect(try decoded(kind: nil) == nil)
+        #expect(try decoded(kind: "undo", payload: "{}") == nil)
+        #expect(DoseEventRow.decode([.text(id.uuidString), .text("snooze"), .real(1_795_332_600), .text("UTC"), .text("cli"), .text("{}"), .integer(1)]) == nil,
+                "too few columns")
+    }
+
+    @Test("the payload is read by SQLite's JSON functions: only a JSON object, each field only with its own type")
+    func payloadFields() throws {
+        // Not a JSON object: the entry cannot be read (and the query does not fail).
+        for payload: DatabaseValueConvertible? in ["[1]", "7", "\"text\"", "null", "{", "{\"late\": tru}", "{'late': true}",
+                                                   "{late: true}", "", Data([0x7B, 0x7D]), nil] {
+            #expect(try decoded(kind: "snooze", payload: payload) == nil, "payload \(String(describing: payload))")
+        }
+        #expect(try decoded(kind: "snooze", payload: "{}")?.kind == .snooze)
+        #expect(try decoded(kind: "snooze", payload: " { \"other\": [1, {\"x\": null}] } ")?.kind == .snooze)
+        // targetMinutes: a whole number (a real too), else the default.
+        #expect(try decoded(payload: "{\"targetMinutes\":150.0}")?.kind == .dose1(targetMinutes: 150))
+        #expect(try decoded(payload: "{\"targetMinutes\":1.8e2}")?.kind == .dose1(targetMinutes: 180))
+        for odd in ["150.5", "true", "\"150\"", "null", "1e30", "[150]", "{\"v\":150}"] {
+            #expect(try decoded(payload: "{\"targetMinutes\":\(odd)}")?.kind == .dose1(targetMinutes: DoseRules.defaultTarget), "\(odd)")
+        }
+        #expect(try decoded(payload: "{}")?.kind == .dose1(targetMinutes: DoseRules.defaultTarget))
+        // late: a JSON boolean only (1 and "yes" are not).
+        #expect(try decoded(kind: "dose2", payload: "{\"late\":true}")?.kind == .dose2(late: true))
+        #expect(try decoded(kind: "dose2", payload: "{\"late\":false}")?.kind == .dose2(late: false))
+        for odd in ["1", "\"yes\"", "\"true\"", "null", "[true]"] {
+            #expect(try decoded(kind: "dose2", payload: "{\"late\":\(odd)}")?.kind == .dose2(late: false), "\(odd)")
+        }
+        // reason and undoes: strings, escapes decoded.
+        #expect(try decoded(kind: "skip", payload: "{\"reason\":\"side\\u002deffects\"}")?.kind == .skip(.sideEffects))
+        #expect(try decoded(kind: "skip", payload: "{\"reason\":5}")?.kind == .skip(nil))
+        #expect(try decoded(kind: "skip", payload: "{\"reason\":\"nonsense\"}")?.kind == .skip(nil))
+        let target = UUID()
+        #expect(try decoded(kind: "undo", payload: "{\"undoes\":\"\(target.uuidString)\"}")?.kind == .undo(of: target))
+        #expect(try decoded(kind: "undo", payload: "{\"undoes\":\"not-a-uuid\"}") == nil)
+        #expect(try decoded(kind: "undo", payload: "{\"undoes\":42}") == nil)
+    }
+
+    @Test("what the store writes, it reads back: every kind through DoseRepository")
+    func roundTrip() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-format-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let repository = DoseRepository(database: try DoseTapDatabase(directory: dir))
+        let start = Date(timeIntervalSince1970: 1_795_332_600)
+        let first = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 195), at: start, timeZone: "Europe/Paris", source: .button)
+        let events = [first,
+                      DoseEvent(id: UUID(), kind: .snooze, at: start.addingTimeInterval(60), timeZone: "Europe/Paris", source: .cli),
+                      DoseEvent(id: UUID(), kind: .dose2(late: true), at: start.addingTimeInterval(120), timeZone: "Europe/Paris", source: .web),
+                      DoseEvent(id: UUID(), kind: .undo(of: first.id), at: start.addingTimeInterval(180), timeZone: "Europe/Paris", source: .cli),
+                      DoseEvent(id: UUID(), kind: .skip(.windowExpired), at: start.addingTimeInterval(240), timeZone: "Europe/Paris", source: .cli),
+                      DoseEvent(id: UUID(), kind: .skip(nil), at: start.addingTimeInterval(300), timeZone: "Europe/Paris", source: .cli)]
+        try repository.append(events)
+        #expect(try repository.allEvents() == events)
+        #expect(try repository.unreadableEntries().isEmpty)
     }
 }

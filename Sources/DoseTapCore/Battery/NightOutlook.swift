@@ -69,7 +69,7 @@ public struct NightAssumption: Sendable, Equatable {
         calendar.timeZone = zone
         let rounded = Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 300).rounded() * 300)
         let parts = calendar.dateComponents([.hour, .minute], from: rounded)
-        return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+        return "\((parts.hour ?? 0).zeroPadded(2)):\((parts.minute ?? 0).zeroPadded(2))"
     }
 }
 

@@ -50,17 +50,14 @@ public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible
               let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
               (1...12).contains(m), (1...31).contains(d)
         else { throw ParseError(text: text) }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        guard let date = calendar.date(from: DateComponents(year: y, month: m, day: d)),
-              calendar.component(.day, from: date) == d else { throw ParseError(text: text) }
+        guard d <= CivilTime.daysInMonth(year: y, month: m) else { throw ParseError(text: text) }
         year = y
         month = m
         day = d
     }
 
     public var description: String {
-        String(format: "%04d-%02d-%02d", year, month, day)
+        "\(year.zeroPadded(4))-\(month.zeroPadded(2))-\(day.zeroPadded(2))"
     }
 
     public static func < (a: LocalDate, b: LocalDate) -> Bool {
@@ -69,20 +66,14 @@ public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The date `days` later (or earlier, when negative).
     public func adding(days: Int) -> LocalDate {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let date = calendar.date(from: DateComponents(year: year, month: month, day: day))!
-        let moved = calendar.date(byAdding: .day, value: days, to: date)!
-        let c = calendar.dateComponents([.year, .month, .day], from: moved)
-        return LocalDate(year: c.year!, month: c.month!, day: c.day!)
+        let moved = CivilTime.date(days: CivilTime.days(year: year, month: month, day: day) + days)
+        return LocalDate(year: moved.year, month: moved.month, day: moved.day)
     }
 
     /// The night an instant belongs to: its local date, or the day before when before 18:00.
     public static func night(of instant: Date, in timeZone: TimeZone) -> LocalDate {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let c = calendar.dateComponents([.year, .month, .day, .hour], from: instant)
-        let date = LocalDate(year: c.year!, month: c.month!, day: c.day!)
-        return c.hour! < DoseRules.nightStartHour ? date.adding(days: -1) : date
+        let c = CivilTime(instant, in: timeZone)
+        let date = LocalDate(year: c.year, month: c.month, day: c.day)
+        return c.hour < DoseRules.nightStartHour ? date.adding(days: -1) : date
     }
 }

@@ -7,17 +7,13 @@ public struct ClockText: Sendable {
     public init(timeZone: TimeZone) { self.timeZone = timeZone }
 
     public func time(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let c = calendar.dateComponents([.hour, .minute], from: date)
-        return String(format: "%02d:%02d", c.hour!, c.minute!)
+        let c = CivilTime(date, in: timeZone)
+        return "\(c.hour.zeroPadded(2)):\(c.minute.zeroPadded(2))"
     }
 
     public func timeWithSeconds(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let c = calendar.dateComponents([.hour, .minute, .second], from: date)
-        return String(format: "%02d:%02d:%02d", c.hour!, c.minute!, c.second!)
+        let c = CivilTime(date, in: timeZone)
+        return "\(c.hour.zeroPadded(2)):\(c.minute.zeroPadded(2)):\(c.second.zeroPadded(2))"
     }
 }
 
