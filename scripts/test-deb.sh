@@ -135,6 +135,22 @@ front=("$root/usr/bin/dosetap")
 answer=$("${front[@]}" predict --level 55 --drain 6 --hours 7 --json) || fail "the front's predict --json"
 [[ $answer == "$(dosetap_in "$root" predict --level 55 --drain 6 --hours 7 --json)" && $answer == '{"risk":"warning","predictedLevel":13}' ]] \
   || fail "the front's predict --json: $answer"
+# ...and dose status --json from the dose log, a Dose 1 just taken, the same as the full program's
+# (lib/dosetap/dosetap, run directly: the one the front would hand over to).
+status_home=$work/home-status
+mkdir -p "$status_home"
+full=("$root/usr/lib/dosetap/dosetap")
+[[ -z $cross ]] || full=(/usr/bin/qemu-aarch64-static -L "$root" "$root/usr/lib/dosetap/dosetap")
+in_home() { env -i PATH=/usr/bin:/bin HOME="$status_home" TZ=UTC "$@"; }
+in_home "${full[@]}" dose take --json >/dev/null || fail "dose take (the full program)"
+# (minutesRemaining may tick between the two calls: compared without it)
+from_front=$(in_home "${front[@]}" dose status --json | sed 's/"minutesRemaining":[0-9-]*,//') \
+  || fail "the front's dose status --json"
+from_full=$(in_home "${full[@]}" dose status --json | sed 's/"minutesRemaining":[0-9-]*,//') \
+  || fail "the full program's dose status --json"
+[[ $from_front == "$from_full" && $from_front == '{"phase":"waiting",'* ]] \
+  || fail "dose status --json: the front's answer is not the full program's: $from_front | $from_full"
+pass "the front answers predict --json and dose status --json as the full program does"
 # ...as a static PIE (#29, docs/architecture.md): no interpreter, no shared library, still position-independent.
 readelf -lW "$work/x/usr/bin/dosetap" | grep -q 'INTERP' && fail "the front names a dynamic loader: it must be a static PIE"
 readelf -d "$work/x/usr/bin/dosetap" | grep -q 'NEEDED' && fail "the front loads shared libraries: it must be a static PIE"
