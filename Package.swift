@@ -178,9 +178,9 @@ let package = Package(
 
         // The installed `dosetap` (#29): answers the frequent one-shot commands itself (Core and the presenters
         // only) and runs the full program (installed as lib/dosetap/dosetap) for everything else. No exported
-        // symbols, packed relative relocations, and a static PIE (glibc, SQLite and the C++ runtime inside, still
-        // loaded at a random address): the dynamic loader's work was a third of its start (docs/performance.md,
-        // "One-shot commands beside sqlite3", step 8; docs/architecture.md says what that costs).
+        // symbols, and static (glibc, SQLite and the C++ runtime inside), not position-independent: the dynamic
+        // loader's work was a third of its start, and a PIE's own relocations a third of what was left
+        // (docs/performance.md, "One-shot commands beside sqlite3", step 8; docs/architecture.md says what that costs).
         // The front's hand-over to the full program: C, in a constructor that runs before the Swift runtime.
         .target(name: "CFrontDispatch"),
         .executableTarget(
@@ -192,7 +192,7 @@ let package = Package(
                                           .when(platforms: [.linux])),
                              // Release only, and with --static-swift-stdlib (make release, cross-arm64.sh): a debug
                              // build (the tests') links Foundation's shared libraries, which a static link cannot.
-                             .unsafeFlags(["-static-executable", "-Xclang-linker", "-static-pie"],
+                             .unsafeFlags(["-static-executable"],
                                           .when(platforms: [.linux], configuration: .release))]
         ),
 
@@ -260,7 +260,8 @@ let package = Package(
         .testTarget(
             name: "DoseTapLinuxTests",
             // DoseTapAgent: the overnight re-check's umockdev test runs the battery monitor in UdevFixtures.
-            dependencies: ["DoseTapLinux", "DoseTapTesting", "CUMockdev", "DoseTapAgent", "DoseTapApp"],
+            dependencies: ["DoseTapLinux", "DoseTapTesting", "CUMockdev", "DoseTapAgent", "DoseTapApp",
+                           .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -2,6 +2,7 @@ import DoseTapCore
 @testable import DoseTapStore
 import Foundation
 import GRDB
+import PropertyBased
 import Testing
 
 /// DoseTapStoreFormat (#29): what the store and the one-shot front share must be what the store really does.
@@ -93,6 +94,42 @@ struct StoreFormatTests {
         #expect(try decoded(kind: "undo", payload: "{\"undoes\":\"\(target.uuidString)\"}")?.kind == .undo(of: target))
         #expect(try decoded(kind: "undo", payload: "{\"undoes\":\"not-a-uuid\"}") == nil)
         #expect(try decoded(kind: "undo", payload: "{\"undoes\":42}") == nil)
+    }
+
+    /// 8-4-4-4-12 ASCII hex digits.
+    static func canonicalShape(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.count == 36 && bytes.indices.allSatisfy { i in
+            [8, 13, 18, 23].contains(i) ? bytes[i] == UInt8(ascii: "-") : Character(UnicodeScalar(bytes[i])).isHexDigit && bytes[i] < 128
+        }
+    }
+
+    @Test("ids are read as UUID(uuidString:) reads them, in either case, but only as 8-4-4-4-12 hex digits")
+    func uuidText() async {
+        #expect(DoseEventRow.uuid("f3636ea6-6bc1-4ae1-921c-009f12bda550") == UUID(uuidString: "F3636EA6-6BC1-4AE1-921C-009F12BDA550"))
+        // What Foundation's sscanf also takes, and the store never writes: refused.
+        for lax in [" 3636EA6-6BC1-4AE1-921C-009F12BDA550", "+3636EA6-6BC1-4AE1-921C-009F12BDA550", "0x636EA6-6BC1-4AE1-921C-009F12BDA550"] {
+            #expect(DoseEventRow.uuid(lax) == nil, "\(lax)")
+        }
+        for text in ["", "-", "F3636EA6-6BC1-4AE1-921C-009F12BDA55", "F3636EA6-6BC1-4AE1-921C-009F12BDA5500",
+                     "F3636EA66BC1-4AE1-921C-009F12BDA5500", "F3636EA6-6BC1-4AE1-921C-009F12BDA55G", "F3636EA6_6BC1_4AE1_921C_009F12BDA550",
+                     "F3636EA6-6BC1-4AE1-921C-009F12BDA55\u{0}", "F3636EA6-6BC1-4AE1-921C-009F12BDA55é", "Ｆ3636EA6-6BC1-4AE1-921C-009F12BDA550",
+                     "f3636ea6-6bc1-4ae1-921c-009f12bda550", "F3636EA6-6BC1-4AE1-921C-009F12BDA550"] {
+            #expect(DoseEventRow.uuid(text) == (Self.canonicalShape(text) ? UUID(uuidString: text) : nil), "\(text.debugDescription)")
+        }
+        await propertyCheck(count: 3000, input: Gen.int(in: 0...2), Gen.int(in: 0...40), Gen.int(in: 0...127)) { change, at, byte in
+            var text = Array(UUID().uuidString.utf8)
+            if Bool.random() { text = Array(String(decoding: text, as: UTF8.self).lowercased().utf8) }
+            switch change {
+            case 0 where at < text.count: text[at] = UInt8(byte)
+            case 1 where at <= text.count: text.insert(UInt8(byte), at: at)
+            case 2 where at < text.count: text.remove(at: at)
+            default: break
+            }
+            let shown = String(decoding: text, as: UTF8.self)
+            #expect(DoseEventRow.uuid(shown) == (Self.canonicalShape(shown) ? UUID(uuidString: shown) : nil), "\(shown.debugDescription)")
+            if Self.canonicalShape(shown) { #expect(DoseEventRow.uuid(shown) != nil) }
+        }
     }
 
     @Test("what the store writes, it reads back: every kind through DoseRepository")
