@@ -122,22 +122,14 @@ public enum DoseEventRow {
                 guard c == UInt8(ascii: "-") else { return nil }
                 continue
             }
-            guard position < 36, let high = hexValue(c), let next = utf8.next(), let low = hexValue(next) else { return nil }
+            guard position < 36, let high = HexBytes.value(ofASCIIHexDigit: c), let next = utf8.next(),
+                  let low = HexBytes.value(ofASCIIHexDigit: next) else { return nil }
             position += 1
             bytes.append(high << 4 | low)
         }
         guard position == 36, bytes.count == 16 else { return nil }
         return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     private static func text(_ value: StoredValue) -> String? {
