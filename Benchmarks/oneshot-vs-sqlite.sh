@@ -5,7 +5,7 @@
 #
 #   Benchmarks/oneshot-vs-sqlite.sh            (DOSETAP=binary to time; see below)
 #
-# The binary is the one users install: by default `make install`'s steps (install + strip) applied to
+# The binary is the one users install: by default `make install`'s steps (install + strip --strip-debug) applied to
 # .build/release/dosetap-front (as bin/dosetap) and .build/release/dosetap (as lib/dosetap/dosetap, the full
 # program the front runs for what it does not answer itself) in a temporary directory — build them first with
 # `make release`. DOSETAP=PATH times another one (an installed ~/.local/bin/dosetap, /usr/bin/dosetap from the
@@ -51,7 +51,7 @@ else
     # What `make install` does to them.
     install -Dm755 .build/release/dosetap-front "$work/bin/dosetap"
     install -Dm755 .build/release/dosetap "$work/lib/dosetap/dosetap"
-    strip "$work/bin/dosetap" "$work/lib/dosetap/dosetap"
+    strip --strip-debug "$work/bin/dosetap" "$work/lib/dosetap/dosetap"   # the Makefile's STRIP: symbols kept
     bin=$work/bin/dosetap
 fi
 [[ -x $bin ]] || { echo "oneshot-vs-sqlite: $bin is not an executable" >&2; exit 2; }
