@@ -51,10 +51,10 @@ public enum SystemTimeZone {
 
     /// Whether two offset functions (seconds east of UTC at the instant of an index of `samples`, 0..<count) agree
     /// at every index, compared the cheap way: every seventh index, and each index in between only where either
-    /// function changes from one of those to the next (or in the last, partial, stretch). An offset
-    /// changes at its zone's transitions — a few a year, months apart — so this is the day-by-day comparison
-    /// for every zone whose offset does not change and change back within a week (no zone's does), at about a
-    /// fifth of the lookups: the check over two years was a sixth of a one-shot command's start (#29).
+    /// function changes from one of those to the next (or in the last, partial, stretch). An offset changes at
+    /// its zone's transitions — a few a year, months apart — so this is the day-by-day comparison for every zone
+    /// whose offset does not change twice within a week (ZoneTransitionSpacingTests: none does), at about a fifth
+    /// of the lookups: the check over two years was a sixth of a one-shot command's start (#29).
     static func agreeDaily(count: Int, _ a: (Int) -> Int, _ b: (Int) -> Int) -> Bool {
         guard count > 0 else { return true }
         var previous = (index: 0, a: a(0), b: b(0))

@@ -1,4 +1,5 @@
 @testable import DoseTapSystemZone
+import Foundation
 import PropertyBased
 import Testing
 
@@ -52,5 +53,31 @@ struct SystemTimeZoneTests {
             let a = Self.steps(changes), b = Self.steps(other.sorted())
             #expect(SystemTimeZone.agreeDaily(count: 732, a, b) == Self.dayByDay(732, a, b), "\(changes) \(other)")
         }
+    }
+}
+
+/// What makes the weekly look the day-by-day one: no zone's offset changes and changes back within a week. Held
+/// against every zone Foundation knows (its tz data, the one SystemTimeZone compares), over the two years
+/// SystemTimeZone samples, and the two after.
+@Suite("time zones: no offset changes twice within a week")
+struct ZoneTransitionSpacingTests {
+    @Test("every known zone, noon UTC each day from 1 January this year, four years")
+    func transitionsAreAWeekApart() {
+        let start = SystemTimeZone.samples(from: Date())[0]
+        var crowded: [String] = []
+        for identifier in TimeZone.knownTimeZoneIdentifiers {
+            guard let zone = TimeZone(identifier: identifier) else { continue }
+            var lastChange: Int?
+            var previous = zone.secondsFromGMT(for: start)
+            for day in 1..<(4 * 366) {
+                let offset = zone.secondsFromGMT(for: start.addingTimeInterval(TimeInterval(day) * 86_400))
+                guard offset != previous else { continue }
+                if let last = lastChange, day - last < 7 { crowded.append("\(identifier): days \(last) and \(day)") }
+                lastChange = day
+                previous = offset
+            }
+        }
+        #expect(TimeZone.knownTimeZoneIdentifiers.count > 300)
+        #expect(crowded.isEmpty, "\(crowded)")
     }
 }
