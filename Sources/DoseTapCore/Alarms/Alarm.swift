@@ -121,24 +121,13 @@ public struct Alarm: Sendable, Equatable, Identifiable {
     }
 
     public static func nextOccurrence(of time: TimeOfDay, repeating: AlarmRepeat, after now: Date, in timeZone: TimeZone) -> Date {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        var candidate = time.nextOccurrence(after: now, in: timeZone)
-        // A fall-back night shows the time twice, an hour apart (half an hour on Lord Howe Island). When the
-        // candidate is the second showing, ring at the first if it is still ahead; if the first is already
-        // past, this night's alarm was that one, so the next occurrence is the next day's.
-        for shift in [3600.0, 1800.0] {
-            let earlier = candidate.addingTimeInterval(-shift)
-            guard calendar.component(.hour, from: earlier) == time.hour, calendar.component(.minute, from: earlier) == time.minute,
-                  calendar.isDate(earlier, inSameDayAs: candidate) else { continue }
-            candidate = earlier > now ? earlier : time.nextOccurrence(after: candidate.addingTimeInterval(60), in: timeZone)
-            break
+        // Each local day's first showing of the time (TimeOfDay.firstInstant), on the days it may ring.
+        let today = CivilTime.localDays(of: now, in: timeZone)
+        for day in (today - 1)...(today + 9) where repeating.allows(CivilTime.weekday(ofLocalDay: day)) {
+            let at = time.firstInstant(onLocalDay: day, in: timeZone)
+            if at > now { return at }
         }
-        for _ in 0..<8 {
-            let weekday = Weekday(rawValue: calendar.component(.weekday, from: candidate)) ?? .mon
-            if repeating.allows(weekday) { return candidate }
-            candidate = time.nextOccurrence(after: candidate.addingTimeInterval(60), in: timeZone)
-        }
-        return candidate
+        // Not reached: every repeat allows a day of each week.
+        return time.nextOccurrence(after: now, in: timeZone)
     }
 }

@@ -65,11 +65,8 @@ public struct NightAssumption: Sendable, Equatable {
 
     /// "23:10", rounded to 5 minutes (the plan is not more precise than that).
     static func clockText(_ date: Date, in zone: TimeZone) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
         let rounded = Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 300).rounded() * 300)
-        let parts = calendar.dateComponents([.hour, .minute], from: rounded)
-        return "\((parts.hour ?? 0).zeroPadded(2)):\((parts.minute ?? 0).zeroPadded(2))"
+        return ClockText(timeZone: zone).time(rounded)
     }
 }
 

@@ -116,7 +116,7 @@ public struct SleepDrainModel: Sendable, Equatable, Codable {
     /// No suspended machine drains faster; a faster drop is a recalibration or a machine that was awake.
     public static let implausible = 30.0
 
-    public private(set) var observations: [SleepDrainObservation] = []
+    public internal(set) var observations: [SleepDrainObservation] = []
 
     public init(observations: [SleepDrainObservation] = []) {
         self.observations = Array(observations.suffix(Self.kept))

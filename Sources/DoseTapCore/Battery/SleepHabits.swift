@@ -79,7 +79,7 @@ public struct SleepHabits: Sendable, Equatable, Codable {
     /// A suspend this long or longer, begun in the night, is the night's sleep.
     public static let nightSleep: TimeInterval = 2 * 3600
 
-    public private(set) var nights: [NightRecord] = []
+    public internal(set) var nights: [NightRecord] = []
 
     public init(nights: [NightRecord] = []) {
         self.nights = Array(nights.sorted { $0.night < $1.night }.suffix(Self.kept))
@@ -174,17 +174,14 @@ public struct SleepHabits: Sendable, Equatable, Codable {
         return Int((seconds / 60).rounded(.down))
     }
 
-    /// The evening a moment belongs to: 18:00 local of its date, or of the day before when earlier.
+    /// The evening a moment belongs to: 18:00 local of its date, or of the day before when earlier (day arithmetic
+    /// on the zone's offsets, `LocalInstants.swift`: no `Calendar`, #29).
     static func nightStart(containing instant: Date, in zone: TimeZone) -> (name: String, start: Date) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        var day = calendar.dateComponents([.year, .month, .day, .hour], from: instant)
-        if (day.hour ?? 0) < 18, let earlier = calendar.date(byAdding: .day, value: -1, to: instant) {
-            day = calendar.dateComponents([.year, .month, .day, .hour], from: earlier)
-        }
-        let start = calendar.date(from: DateComponents(year: day.year, month: day.month, day: day.day, hour: 18))
-            ?? instant
-        let name = String(format: "%04d-%02d-%02d", day.year ?? 0, day.month ?? 0, day.day ?? 0)
-        return (name, start)
+        let local = CivilTime(instant, in: zone)
+        var day = CivilTime.days(year: local.year, month: local.month, day: local.day)
+        if local.hour < 18 { day -= 1 }
+        let start = CivilTime.instantPreservingTime(showing: day * 86_400 + 18 * 3600, in: zone)
+        let (year, month, date) = CivilTime.date(days: day)
+        return ("\(year.zeroPadded(4))-\(month.zeroPadded(2))-\(date.zeroPadded(2))", Date(timeIntervalSince1970: Double(start)))
     }
 }

@@ -38,37 +38,20 @@ public struct TimeOfDay: Sendable, Equatable, Hashable, CustomStringConvertible 
         (hour < 10 ? "0" : "") + "\(hour):" + (minute < 10 ? "0" : "") + "\(minute)"
     }
 
-    /// The first moment strictly after `now` at which local clocks in `timeZone` show this time.
-    /// On a spring-forward night a time that does not exist rings at the first moment after the gap.
+    /// The first moment strictly after `now` at which local clocks in `timeZone` first show this time on their
+    /// day. On a spring-forward night a time that does not exist rings at the first moment after the gap (02:30 →
+    /// 03:00); a time a fall-back night shows twice counts at its first showing only: once that is past, the next
+    /// occurrence is the next day's. Offsets with seconds (a POSIX TZ such as `XXX-0:00:17`) are followed as they
+    /// are. Day arithmetic on the zone's offsets (`LocalInstants.swift`), no `Calendar` (#29).
     public func nextOccurrence(after now: Date, in timeZone: TimeZone) -> Date {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let components = DateComponents(hour: hour, minute: minute, second: 0)
-        if let next = calendar.nextDate(after: now, matching: components, matchingPolicy: .nextTime,
-                                        repeatedTimePolicy: .first, direction: .forward) {
-            return next
+        let today = CivilTime.localDays(of: now, in: timeZone)
+        // Yesterday too: a zone that sets its clock back over midnight shows yesterday's date after `now`.
+        for day in (today - 1)...(today + 3) {
+            let at = firstInstant(onLocalDay: day, in: timeZone)
+            if at > now { return at }
         }
-        // Foundation finds nothing in a zone whose offset has seconds (a POSIX TZ such as `XXX-0:00:17`):
-        // the arithmetic on the zone's offset, which is what such a zone is.
-        return byOffset(after: now, in: timeZone)
-    }
-
-    /// The next instant strictly after `now` whose wall-clock time in `timeZone` is this one, from the zone's
-    /// offset at that instant (the offset is re-read at the candidate, so a change of offset is followed).
-    func byOffset(after now: Date, in timeZone: TimeZone) -> Date {
-        let target = Double(hour * 3600 + minute * 60)
-        var candidate = now
-        for _ in 0..<3 {
-            let offset = Double(timeZone.secondsFromGMT(for: candidate))
-            let local = now.timeIntervalSince1970 + offset
-            let midnight = (local / 86_400).rounded(.down) * 86_400
-            var next = midnight + target - offset
-            if next <= now.timeIntervalSince1970 { next += 86_400 }
-            let found = Date(timeIntervalSince1970: next)
-            if found == candidate { break }
-            candidate = found
-        }
-        return candidate
+        // Beyond any zone's jump (a day skipped, as Samoa did): a day after tomorrow's is ahead.
+        return firstInstant(onLocalDay: today + 4, in: timeZone)
     }
 }
 
