@@ -83,15 +83,17 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // The system's time zone as the C library reads it (SystemTimeZone, SystemClock): Foundation and the C
-        // library only, so the one-shot front shows times as the full program does. DoseTapLinux re-exports it.
-        .target(name: "DoseTapSystemZone", dependencies: ["DoseTapCore"], swiftSettings: strict),
+        // What the command line reads of the machine as plain files and the C library (#29): the time zone
+        // (SystemTimeZone, SystemClock), the power supplies from sysfs, UPower's configuration, the running agent's
+        // records for the command line and the wake helper's CHECK — no libudev, D-Bus or server stacks, so the
+        // one-shot front reads them exactly as the full program does. DoseTapLinux re-exports it.
+        .target(name: "DoseTapSystemFiles", dependencies: ["DoseTapCore", "CLinuxTime"], swiftSettings: strict),
 
         // Adapters to the real machine.
         .target(
             name: "DoseTapLinux",
             dependencies: [
-                "DoseTapCore", "DoseTapSystemZone", "CUdev", "CDBus", "CDBusLazy", "CLinuxInput", "CLinuxTime", "CMosquitto", "CALSA",
+                "DoseTapCore", "DoseTapSystemFiles", "CUdev", "CDBus", "CDBusLazy", "CLinuxInput", "CLinuxTime", "CMosquitto", "CALSA",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
@@ -185,7 +187,7 @@ let package = Package(
         .target(name: "CFrontDispatch"),
         .executableTarget(
             name: "dosetap-front",
-            dependencies: ["DoseTapCore", "DoseTapPresenters", "DoseTapStoreFormat", "DoseTapSystemZone", "CSQLite", "CFrontDispatch"],
+            dependencies: ["DoseTapCore", "DoseTapPresenters", "DoseTapStoreFormat", "DoseTapSystemFiles", "CSQLite", "CFrontDispatch"],
             swiftSettings: strict,
             linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--as-needed",
                                            "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/dosetap/exports.map"],

@@ -75,5 +75,7 @@ __attribute__((constructor(101))) static void dosetap_front_early(int argc, char
     (void)envp;
     if (argc >= 2 && strcmp(argv[1], "predict") == 0) return;
     if (argc >= 3 && strcmp(argv[1], "dose") == 0 && strcmp(argv[2], "status") == 0) return;
+    if (argc >= 3 && strcmp(argv[1], "alarm") == 0 && strcmp(argv[2], "list") == 0) return;
+    if (argc >= 2 && strcmp(argv[1], "status") == 0) return;
     _exit(dosetap_front_run_full(argv));
 }

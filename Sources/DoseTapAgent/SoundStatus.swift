@@ -13,7 +13,7 @@ import Glibc
 /// rule as `wake-status.json`: the agent's environment — its DOSETAP_AUDIO_DEVICE, its session's sound
 /// server — is the one that rings, not a shell's).
 public struct SoundStatusFile: Sendable {
-    public static let name = "sound-status.json"
+    public static let name = AgentRecord.soundName
     public let file: AgentStatusFile
 
     public init(dataDirectory: URL) {
@@ -44,13 +44,7 @@ public struct SoundStatusFile: Sendable {
         file.readFromRunningAgent().flatMap(Self.decode)
     }
 
-    static func decode(_ data: Data) -> SoundUnavailable?? {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let canPlay = object["canPlay"] as? Bool else { return nil }
-        if canPlay { return .some(nil) }
-        guard let reason = object["reason"] as? String, let fix = object["fix"] as? String else { return nil }
-        return .some(SoundUnavailable(reason: reason, fix: fix))
-    }
+    static func decode(_ data: Data) -> SoundUnavailable?? { AgentRecord.sound(Array(data)) }
 }
 
 /// Whether the alarm can be heard, as the command line and the dashboard tell it: the running agent's

@@ -16,7 +16,7 @@ import Glibc
 /// the record only while the file is locked (an agent is running: a file left by a dead agent is unlocked),
 /// and otherwise checks for itself — what an agent started the same way as the CLI would find.
 public struct WakeStatusFile: Sendable {
-    public static let name = "wake-status.json"
+    public static let name = AgentRecord.wakeName
     public let file: AgentStatusFile
     public var url: URL { file.url }
 
@@ -67,22 +67,7 @@ public struct WakeStatusFile: Sendable {
         file.readFromRunningAgent().flatMap(Self.decode)
     }
 
-    static func decode(_ data: Data) -> Result<WakeMethod, WakeUnavailable>? {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        switch object["method"] {
-        case let method as String where method == "alarmTimer": return .success(.alarmTimer)
-        case let method as String where method == "rtc":
-            guard let path = object["rtcPath"] as? String else { return nil }
-            return .success(.rtc(path: path))
-        case let method as String where method == "helper":
-            guard let socket = object["helperSocket"] as? String else { return nil }
-            return .success(.helper(socket: socket))
-        case is NSNull:
-            guard let reason = object["reason"] as? String, let fix = object["fix"] as? String else { return nil }
-            return .failure(WakeUnavailable(reason: reason, fix: fix))
-        default: return nil
-        }
-    }
+    static func decode(_ data: Data) -> Result<WakeMethod, WakeUnavailable>? { AgentRecord.wake(Array(data)) }
 }
 
 /// The status file could not be taken.
@@ -131,24 +116,7 @@ public struct AgentStatusFile: Sendable {
     /// The command line's side: the content while an agent holds the file, nil otherwise (none running, or
     /// the file is missing or unreadable).
     public func readFromRunningAgent() -> Data? {
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
-            // Nobody holds it: whatever it says is a dead agent's.
-            flock(fd, LOCK_UN)
-            return nil
-        }
-        guard errno == EWOULDBLOCK else { return nil }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while data.count < 1 << 20 {
-            let n = pread(fd, &buffer, buffer.count, off_t(data.count))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            data.append(contentsOf: buffer[0..<n])
-        }
-        return data
+        AgentRecord.readFromRunningAgent(path: url.path).map { Data($0) }
     }
 }
 

@@ -17,14 +17,14 @@ public struct AlarmRepository: Sendable {
         public var reason: String
     }
 
-    /// Every alarm, by id, and the rows that cannot be read.
+    /// Every alarm, by id, and the rows that cannot be read (`AlarmRow`, shared with the one-shot front).
     public func load() throws -> (alarms: [Alarm], unusable: [UnusableAlarm]) {
         try database.read { db in
             var alarms: [Alarm] = []
             var unusable: [UnusableAlarm] = []
-            for row in try Row.fetchAll(db, sql: "SELECT id, time, label, repetition, enabled, sound, haptics FROM alarm ORDER BY id") {
-                let id = Int.fromDatabaseValue(row["id"]) ?? 0
-                switch Self.decode(row, id: id) {
+            for row in try Row.fetchAll(db, sql: AlarmRow.allSQL) {
+                let (id, decoded) = AlarmRow.decode(DoseRepository.stored(row))
+                switch decoded {
                 case .success(let alarm): alarms.append(alarm)
                 case .failure(let error): unusable.append(UnusableAlarm(id: id, reason: error.description))
                 }
@@ -37,33 +37,6 @@ public struct AlarmRepository: Sendable {
 
     public func find(id: Int) throws -> Alarm? {
         try all().first { $0.id == id }
-    }
-
-    private static func decode(_ row: Row, id: Int) -> Result<Alarm, AlarmError> {
-        func text(_ column: String) -> String? {
-            if case .string(let s) = (row[column] as DatabaseValue).storage { return s }
-            return nil
-        }
-        guard let timeText = text("time"), let time = try? TimeOfDay(parsing: timeText) else {
-            return .failure(AlarmError("unreadable time"))
-        }
-        guard let repeatText = text("repetition"), let repetition = try? AlarmRepeat(parsing: repeatText) else {
-            return .failure(AlarmError("unreadable repeat"))
-        }
-        guard case .int64(let enabled) = (row["enabled"] as DatabaseValue).storage, enabled == 0 || enabled == 1 else {
-            return .failure(AlarmError("unreadable enabled flag"))
-        }
-        var haptics: HapticIntensity?
-        if let name = text("haptics") {
-            guard let h = HapticIntensity(rawValue: name) else { return .failure(AlarmError("unreadable haptic intensity")) }
-            haptics = h
-        }
-        do {
-            return .success(try Alarm(id: id, time: time, label: text("label") ?? "", repetition: repetition,
-                                      enabled: enabled == 1, sound: text("sound"), haptics: haptics))
-        } catch {
-            return .failure(error)
-        }
     }
 
     /// Stores a new alarm (its `id` is ignored) and returns it with the id it was given.

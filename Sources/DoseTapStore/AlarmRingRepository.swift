@@ -19,10 +19,10 @@ public struct AlarmRingRepository: Sendable {
             try alarms.map { alarm in
                 let armed = try Double.fetchOne(db, sql: "SELECT COALESCE(armed_at, created_at) FROM alarm WHERE id = ?",
                                                 arguments: [alarm.id]) ?? 0
-                let latest = try Row.fetchOne(db, sql: "SELECT * FROM alarm_ring WHERE alarm_id = ? ORDER BY id DESC LIMIT 1",
+                let latest = try Row.fetchOne(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE alarm_id = ? ORDER BY id DESC LIMIT 1",
                                               arguments: [alarm.id]).flatMap(Self.decode)
                 let scheduled = try Row.fetchOne(db, sql: """
-                    SELECT * FROM alarm_ring WHERE alarm_id = ? AND kind = 'scheduled' ORDER BY due_at DESC LIMIT 1
+                    SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE alarm_id = ? AND kind = 'scheduled' ORDER BY due_at DESC LIMIT 1
                     """, arguments: [alarm.id]).flatMap(Self.decode)
                 return AlarmTrack(alarm: alarm, armedAt: Date(timeIntervalSince1970: armed), lastScheduled: scheduled, latest: latest)
             }
@@ -36,7 +36,7 @@ public struct AlarmRingRepository: Sendable {
             try db.execute(sql: """
                 INSERT OR IGNORE INTO alarm_ring (alarm_id, kind, due_at, started_at, outcome) VALUES (?, ?, ?, ?, 'ringing')
                 """, arguments: [due.alarmID, due.kind.rawValue, due.dueAt.timeIntervalSince1970, now.timeIntervalSince1970])
-            guard let ring = try Row.fetchOne(db, sql: "SELECT * FROM alarm_ring WHERE alarm_id = ? AND kind = ? AND due_at = ?",
+            guard let ring = try Row.fetchOne(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE alarm_id = ? AND kind = ? AND due_at = ?",
                                               arguments: [due.alarmID, due.kind.rawValue, due.dueAt.timeIntervalSince1970]).flatMap(Self.decode)
             else { throw StoreError("the ring of alarm \(due.alarmID) could not be read back") }
             return ring
@@ -70,7 +70,7 @@ public struct AlarmRingRepository: Sendable {
                 """, arguments: [outcome.rawValue, ender.rawValue, now.timeIntervalSince1970,
                                  outcome == .snoozed ? snoozeUntil?.timeIntervalSince1970 : nil, id])
             guard db.changesCount > 0 else { return nil }
-            let ring = try Row.fetchOne(db, sql: "SELECT * FROM alarm_ring WHERE id = ?", arguments: [id]).flatMap(Self.decode)
+            let ring = try Row.fetchOne(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE id = ?", arguments: [id]).flatMap(Self.decode)
             if outcome != .snoozed, let ring { try Self.retireOnce(db, alarmID: ring.alarmID) }
             return ring
         }
@@ -79,33 +79,27 @@ public struct AlarmRingRepository: Sendable {
     /// The ring in progress (the latest `ringing` row), if any.
     public func ringing() throws -> AlarmRing? {
         try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM alarm_ring WHERE outcome = 'ringing' ORDER BY id DESC LIMIT 1").flatMap(Self.decode)
+            try Row.fetchOne(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE outcome = 'ringing' ORDER BY id DESC LIMIT 1").flatMap(Self.decode)
         }
     }
 
     public func ring(id: Int64) throws -> AlarmRing? {
         try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM alarm_ring WHERE id = ?", arguments: [id]).flatMap(Self.decode)
+            try Row.fetchOne(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE id = ?", arguments: [id]).flatMap(Self.decode)
         }
     }
 
     /// The latest ring of each alarm, by alarm id (for "missed" on the alarm screen).
     public func latestByAlarm() throws -> [Int: AlarmRing] {
         try database.read { db in
-            var result: [Int: AlarmRing] = [:]
-            for row in try Row.fetchAll(db, sql: """
-                SELECT * FROM alarm_ring WHERE id IN (SELECT MAX(id) FROM alarm_ring GROUP BY alarm_id)
-                """) {
-                if let ring = Self.decode(row) { result[ring.alarmID] = ring }
-            }
-            return result
+            AlarmRingRow.latestByAlarm(try Row.fetchAll(db, sql: AlarmRingRow.latestByAlarmSQL).map(DoseRepository.stored))
         }
     }
 
     /// Every ring of one alarm, oldest first.
     public func history(alarmID: Int) throws -> [AlarmRing] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM alarm_ring WHERE alarm_id = ? ORDER BY id", arguments: [alarmID]).compactMap(Self.decode)
+            try Row.fetchAll(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE alarm_id = ? ORDER BY id", arguments: [alarmID]).compactMap(Self.decode)
         }
     }
 
@@ -113,27 +107,9 @@ public struct AlarmRingRepository: Sendable {
         try db.execute(sql: "UPDATE alarm SET enabled = 0 WHERE id = ? AND repetition = 'once'", arguments: [alarmID])
     }
 
-    /// A row as the core type; nil for a row that cannot be read (edited by hand): ignored, never guessed.
+    /// A row of `AlarmRingRow.columns` as the core type; nil for a row that cannot be read (edited by hand):
+    /// ignored, never guessed (`AlarmRingRow.decode`, shared with the one-shot front).
     static func decode(_ row: Row) -> AlarmRing? {
-        // (storedDate reads the value's storage itself: Debian's swiftlang 6.2, built with assertions, aborts at -O in
-        // its SIL verifier on `Double.fromDatabaseValue(row[column])` inlined here; #31, docs/packaging.md)
-        guard let id = Int64.fromDatabaseValue(row["id"]), let alarmID = Int.fromDatabaseValue(row["alarm_id"]),
-              let kind = String.fromDatabaseValue(row["kind"]).flatMap(AlarmRingKind.init(rawValue:)),
-              let dueAt = storedDate(row, "due_at"), dueAt.timeIntervalSince1970.isFinite,
-              let outcome = String.fromDatabaseValue(row["outcome"]).flatMap(AlarmRingOutcome.init(rawValue:))
-        else { return nil }
-        return AlarmRing(id: id, alarmID: alarmID, kind: kind, dueAt: dueAt, startedAt: storedDate(row, "started_at"), endedAt: storedDate(row, "ended_at"),
-                         outcome: outcome, endedBy: String.fromDatabaseValue(row["ended_by"]).flatMap(AlarmRingEnder.init(rawValue:)),
-                         snoozeUntil: storedDate(row, "snooze_until"))
-    }
-
-    /// A stored time (seconds since 1970, integer or real), as `Double.fromDatabaseValue` reads it.
-    private static func storedDate(_ row: Row, _ column: String) -> Date? {
-        let value: DatabaseValue = row[column]
-        switch value.storage {
-        case .int64(let seconds): return Date(timeIntervalSince1970: Double(seconds))
-        case .double(let seconds): return Date(timeIntervalSince1970: seconds)
-        default: return nil
-        }
+        AlarmRingRow.decode(DoseRepository.stored(row))
     }
 }

@@ -28,21 +28,12 @@ public struct BatterySampleRepository: BatteryHistoryStore {
         }
     }
 
+    /// The system battery's samples since `since`, oldest first (`BatterySampleRow`, shared with the one-shot
+    /// front): a sample written by hand as text or a blob is skipped, never a trap.
     public func samples(since: Date) throws -> [BatterySample] {
         try database.read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT at, level, energy_wh, energy_full_wh, rate_w, on_ac, status FROM battery_sample WHERE at >= ? AND source = 'system' ORDER BY at, id",
-                arguments: [since.timeIntervalSince1970]
-            ).compactMap { row -> BatterySample? in
-                // Checked types: a sample written by hand as text or a blob is skipped, never a trap.
-                guard let at = Self.number(row["at"]), let level = Self.number(row["level"]),
-                      let onAC = Bool.fromDatabaseValue(row["on_ac"]) else { return nil }
-                return BatterySample(at: Date(timeIntervalSince1970: at), level: level,
-                                     energyWh: Self.number(row["energy_wh"]), energyFullWh: Self.number(row["energy_full_wh"]),
-                                     rateW: Self.number(row["rate_w"]), onAC: onAC,
-                                     status: String.fromDatabaseValue(row["status"]).flatMap(SupplyStatus.init(rawValue:)) ?? .unknown)
-            }
+            try Row.fetchAll(db, sql: BatterySampleRow.systemSinceSQL, arguments: [since.timeIntervalSince1970])
+                .compactMap { BatterySampleRow.decode(DoseRepository.stored($0)) }
         }
     }
 
@@ -60,8 +51,9 @@ public struct BatterySampleRepository: BatteryHistoryStore {
         try database.read { db in
             var out: [String: (level: Double, at: Date)] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT source, level, MAX(at) AS at FROM battery_sample WHERE source != 'system' GROUP BY source") {
-                guard let source = String.fromDatabaseValue(row["source"]), let level = Self.number(row["level"]),
-                      let at = Self.number(row["at"]) else { continue }
+                let c = DoseRepository.stored(row)
+                guard let source = String.fromDatabaseValue(row["source"]), let level = StoredRead.finite(c[1]),
+                      let at = StoredRead.finite(c[2]) else { continue }
                 out[source] = (level, Date(timeIntervalSince1970: at))
             }
             return out
@@ -70,14 +62,5 @@ public struct BatterySampleRepository: BatteryHistoryStore {
 
     public func count() throws -> Int {
         try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM battery_sample") ?? 0 }
-    }
-
-    /// A finite number stored as REAL or INTEGER; nil for NULL, text, a blob or NaN.
-    static func number(_ value: DatabaseValue) -> Double? {
-        switch value.storage {
-        case .double(let d): d.isFinite ? d : nil
-        case .int64(let i): Double(i)
-        default: nil
-        }
     }
 }

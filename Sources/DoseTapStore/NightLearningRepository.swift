@@ -9,17 +9,17 @@ internal import GRDB
 /// replaced at the next save.
 public struct NightLearningRepository: Sendable {
     public let database: DoseTapDatabase
-    static let key = "night-learning"
+    static let key = SettingRow.nightLearningKey
 
     public init(database: DoseTapDatabase) {
         self.database = database
     }
 
+    /// What was learned (`SettingRow.nightLearning`, shared with the one-shot front: read without JSONDecoder).
     public func load() throws -> NightLearning {
         try database.read { db in
-            guard let text = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [Self.key])
-            else { return NightLearning() }
-            return (try? JSONDecoder().decode(NightLearning.self, from: Data(text.utf8))) ?? NightLearning()
+            let row = try Row.fetchOne(db, sql: SettingRow.valueSQL, arguments: [Self.key])
+            return SettingRow.nightLearning(row.map { DoseRepository.stored($0) }?.first)
         }
     }
 

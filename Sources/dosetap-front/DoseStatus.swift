@@ -1,7 +1,7 @@
 import DoseTapCore
 import DoseTapPresenters
 import DoseTapStoreFormat
-import DoseTapSystemZone
+import DoseTapSystemFiles
 import Foundation
 
 /// `dose status --json [--data-dir DIR]`: tonight, read from the dose log as the store reads it (the same SQL and
@@ -10,57 +10,24 @@ import Foundation
 /// is left to it (nil).
 enum FrontDoseStatus {
     static func answer(_ words: [String]) -> String? {
-        var json = false
-        var dataDir: String?
-        var i = 0
-        while i < words.count {
-            let word = words[i]
-            i += 1
-            if word == "--json" {
-                guard !json else { return nil }
-                json = true
-            } else if word == "--data-dir" || word.hasPrefix("--data-dir=") {
-                guard dataDir == nil else { return nil }
-                let value: String
-                if word == "--data-dir" {
-                    guard i < words.count else { return nil }
-                    value = words[i]
-                    i += 1
-                } else {
-                    value = String(word.dropFirst("--data-dir=".count))
-                }
-                // An empty value or one that looks like an option: the parser's to judge.
-                guard !value.isEmpty, !value.hasPrefix("-") else { return nil }
-                dataDir = value
-            } else {
-                return nil
-            }
-        }
-        guard json, DataPaths.problem(dataDirectory: dataDir) == nil else { return nil }
-        // Without HOME, DataPaths asks the password database for the home folder: through NSS modules, which a
-        // static program (the front is one) should not load. The full program, linked dynamically, answers.
-        guard let home = getenv("HOME"), home.pointee != 0 else { return nil }
-        let folder = DataPaths.resolve(dataDirectory: dataDir, configFile: nil).dataDirectory
-        let file = folder.appendingPathComponent("dosetap.sqlite").path
+        guard let words = FrontWords(words, flags: ["--json"], options: ["--data-dir"]), words.flags.contains("--json"),
+              let data = FrontData(dataDir: words.values["--data-dir"]) else { return nil }
         let now = Date()
         let zone = SystemTimeZone.current
-        guard let exists = try? DataFolder.exists(folder: folder.path, file: file) else { return nil }
-        guard exists else { return DoseLog(events: []).status(at: now, in: zone).json(in: zone).text }
-        guard let log = recentLog(file: file, now: now), log.unreadable.isEmpty else { return nil }
-        return log.status(at: now, in: zone).json(in: zone).text
+        guard let night = tonight(data, now: now, zone: zone) else { return nil }
+        return night.json(in: zone).text
     }
 
-    /// The recent log as `DoseRepository.recentLog` reads it, in one read transaction; nil when the file is not a
-    /// current DoseTap database in WAL mode or SQLite fails.
-    static func recentLog(file: String, now: Date) -> DoseLog? {
-        guard let reader = SQLiteReader(path: file), reader.execute("BEGIN") else { return nil }
-        defer { _ = reader.execute("COMMIT") }
-        var walMode = false
-        guard reader.query("PRAGMA journal_mode", row: { walMode = $0.first == .text("wal"); return true }), walMode else { return nil }
-        var current = false
-        guard let last = StoreSchema.migrationIdentifiers.last,
-              reader.query("SELECT identifier FROM grdb_migrations", row: { if $0.first == .text(last) { current = true }; return true }),
-              current else { return nil }
+    /// Tonight as `DoseHistory.status` reads it: an empty night without a database; nil when the full program
+    /// should answer.
+    static func tonight(_ data: FrontData, now: Date, zone: TimeZone, reader: SQLiteReader? = nil) -> NightStatus? {
+        guard data.exists else { return DoseLog(events: []).status(at: now, in: zone) }
+        guard let reader = reader ?? data.open(), let log = recentLog(reader, now: now), log.unreadable.isEmpty else { return nil }
+        return log.status(at: now, in: zone)
+    }
+
+    /// The recent log as `DoseRepository.recentLog` reads it; nil when SQLite fails.
+    static func recentLog(_ reader: SQLiteReader, now: Date) -> DoseLog? {
         var ignored: Set<Int64> = []
         guard reader.query(DoseEventRow.ignoredSQL, row: { columns in
             guard case .integer(let seq) = columns.first else { return false }

@@ -5,6 +5,8 @@ import DoseTapStoreFormat
 /// failure is nil — the front then hands the command to the full program, whose error message it is to give.
 final class SQLiteReader {
     private var db: OpaquePointer?
+    /// A read transaction is open (`FrontData.open`): committed before the connection closes.
+    var inTransaction = false
 
     /// Opens `path` read-only, waiting up to 5 s for a lock as the store does; nil when SQLite cannot.
     init?(path: String) {
@@ -15,16 +17,36 @@ final class SQLiteReader {
         sqlite3_busy_timeout(db, 5000)
     }
 
-    deinit { sqlite3_close(db) }
+    deinit {
+        if inTransaction { _ = execute("COMMIT") }
+        sqlite3_close(db)
+    }
 
     /// Runs `sql` with `arguments` (numbers), calling `row` with each row's columns; false on any error.
     func query(_ sql: String, _ arguments: [Double] = [], row: ([StoredValue]) -> Bool) -> Bool {
+        run(sql, bind: { statement in
+            for (i, value) in arguments.enumerated() where sqlite3_bind_double(statement, Int32(i + 1), value) != SQLITE_OK { return false }
+            return true
+        }, row: row)
+    }
+
+    /// Runs `sql` with `texts` as its arguments, calling `row` with each row's columns; false on any error.
+    func query(_ sql: String, texts: [String], row: ([StoredValue]) -> Bool) -> Bool {
+        run(sql, bind: { statement in
+            for (i, text) in texts.enumerated() {
+                // SQLITE_TRANSIENT: SQLite copies the text before the Swift string's storage goes.
+                let bound = text.withCString { sqlite3_bind_text(statement, Int32(i + 1), $0, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
+                guard bound == SQLITE_OK else { return false }
+            }
+            return true
+        }, row: row)
+    }
+
+    private func run(_ sql: String, bind: (OpaquePointer) -> Bool, row: ([StoredValue]) -> Bool) -> Bool {
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else { return false }
         defer { sqlite3_finalize(statement) }
-        for (i, value) in arguments.enumerated() where sqlite3_bind_double(statement, Int32(i + 1), value) != SQLITE_OK {
-            return false
-        }
+        guard bind(statement) else { return false }
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_DONE: return true

@@ -16,13 +16,16 @@ import Foundation
 import Glibc
 #endif
 
-/// What the front answers itself: the line to print, or nil (the full program answers).
+/// What the front answers itself: the line to print (and the warnings before it), or nil (the full program answers).
 enum FrontAnswer {
-    static func answer(_ arguments: [String]) -> String? {
+    static func answer(_ arguments: [String]) -> FrontReply? {
         guard let command = arguments.first else { return nil }
+        let second = arguments.dropFirst().first
         switch command {
-        case "predict": return predict(Array(arguments.dropFirst()))
-        case "dose" where arguments.dropFirst().first == "status": return FrontDoseStatus.answer(Array(arguments.dropFirst(2)))
+        case "predict": return predict(Array(arguments.dropFirst())).map { FrontReply(out: $0) }
+        case "dose" where second == "status": return FrontDoseStatus.answer(Array(arguments.dropFirst(2))).map { FrontReply(out: $0) }
+        case "alarm" where second == "list": return FrontAlarms.list(Array(arguments.dropFirst(2)))
+        case "status": return FrontStatus.answer(Array(arguments.dropFirst()))
         default: return nil
         }
     }
@@ -86,10 +89,12 @@ func writeAll(_ fd: Int32, _ text: String) -> Int32? {
 }
 
 let arguments = CommandLine.arguments
-if let line = FrontAnswer.answer(Array(arguments.dropFirst())) {
+if let reply = FrontAnswer.answer(Array(arguments.dropFirst())) {
     // As the full program: a reader that went away is an error to report, not a signal that kills.
     signal(SIGPIPE, SIG_IGN)
-    if let failure = writeAll(STDOUT_FILENO, line + "\n") {
+    // The warnings first, as the full program writes them (standard error, before the answer).
+    for warning in reply.err { _ = writeAll(STDERR_FILENO, warning + "\n") }
+    if let failure = writeAll(STDOUT_FILENO, reply.out + "\n") {
         _ = writeAll(STDERR_FILENO, "dosetap: standard output could not be written (\(String(cString: strerror(failure))))\n")
         exit(1)
     }

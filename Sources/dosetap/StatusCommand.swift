@@ -23,9 +23,7 @@ struct StatusCommand: AsyncParsableCommand {
             (a status bar: run it with exec, as in docs/status-bar.md) or at the first line it cannot write.
             """)
 
-    enum Format: String, CaseIterable, ExpressibleByArgument {
-        case text, json, waybar, i3blocks
-    }
+    typealias Format = StatusGlance.Format
 
     @Option(help: ArgumentHelp("The output.", valueName: "format")) var format: Format = .text
     @Flag(help: "Keep printing a line on every change (needs the running agent).") var follow = false
@@ -39,18 +37,7 @@ struct StatusCommand: AsyncParsableCommand {
         return StatusGlance.make(night: night, nextAlarm: StatusGlance.nextAlarm(alarms), reminderNudge: nudge)
     }
 
-    func render(_ glance: StatusGlance) -> String {
-        switch format {
-        case .text:
-            return ([glance.text] + glance.tooltip.split(separator: "\n").map { "  " + $0 }).joined(separator: "\n")
-        case .json:
-            return JSON.object([("text", .string(glance.text)), ("shortText", .string(glance.shortText)),
-                                ("tooltip", .string(glance.tooltip)), ("classes", .array(glance.classes.map(JSON.string))),
-                                ("urgent", .bool(glance.urgent))]).text
-        case .waybar: return glance.waybar.text
-        case .i3blocks: return glance.i3blocks.text
-        }
-    }
+    func render(_ glance: StatusGlance) -> String { glance.rendered(format) }
 
     func run() async throws {
         guard follow else {
@@ -104,3 +91,5 @@ struct StatusCommand: AsyncParsableCommand {
         if let error = failure.withLock({ $0 }) { throw CLIError("\(error)") }
     }
 }
+
+extension StatusGlance.Format: ExpressibleByArgument {}

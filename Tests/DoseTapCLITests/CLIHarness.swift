@@ -97,10 +97,12 @@ struct CLI {
         return (.path(FilePath(argv[0])), Array(argv.dropFirst()))
     }
 
+    /// - Parameter inHome: run in the private home (a relative `--data-dir` then lands there, not in the checkout).
     func run(_ args: [String], scenario: String? = nil, fakeTime: String? = nil, tz: String = "UTC",
-             env: [String: String] = [:], input: String? = nil, binary: String? = nil) async throws -> Result {
+             env: [String: String] = [:], input: String? = nil, binary: String? = nil, inHome: Bool = false) async throws -> Result {
         let (exe, argv) = command(args, scenario: scenario, fakeTime: fakeTime, binary: binary)
         let r = try await Subprocess.run(exe, arguments: Arguments(argv), environment: environment(tz: tz, extra: env),
+                                         workingDirectory: inHome ? FilePath(home.path) : nil,
                                          input: .string(input ?? ""),
                                          output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
         return Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)

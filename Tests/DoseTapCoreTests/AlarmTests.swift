@@ -39,6 +39,24 @@ struct AlarmTests {
         #expect(throws: AlarmError.self) { try Alarm.validLabel(" \t\n") }
         #expect(try Alarm.validLabel(String(repeating: "é", count: 200)).count == 200)
         #expect(throws: AlarmError.self) { try Alarm.validLabel(String(repeating: "a", count: 201)) }
+        // Every blank Unicode knows is blank: no-break, ideographic, line and paragraph separators, NEL.
+        #expect(throws: AlarmError.self) { try Alarm.validLabel("\u{A0}\u{3000}\u{2028}\u{2029}\u{85}\u{2009}") }
+        // A blank carrying a combining mark is not blank; a zero-width space is (as Foundation's table counts it).
+        #expect(try Alarm.validLabel(" \u{301}") == " \u{301}")
+        #expect(throws: AlarmError.self) { try Alarm.validLabel("\u{200B} ") }
+    }
+
+    @Test("blank labels: exactly what trimming Foundation's whitespacesAndNewlines leaves empty")
+    func blankAsFoundation() async {
+        let scalars: [Unicode.Scalar] = ["\u{9}", "\u{A}", "\u{B}", "\u{C}", "\u{D}", " ", "\u{85}", "\u{A0}", "\u{1680}", "\u{180E}",
+                                         "\u{2000}", "\u{2007}", "\u{200A}", "\u{200B}", "\u{2028}", "\u{2029}", "\u{202F}", "\u{205F}",
+                                         "\u{3000}", "\u{FEFF}", "\u{301}", "a", "\u{1C}", "\u{1F}"]
+        await propertyCheck(count: 2000, input: Gen.int(in: 0...(scalars.count - 1)).array(of: 0...4)) { picks in
+            var text = ""
+            text.unicodeScalars.append(contentsOf: picks.map { scalars[$0] })
+            let blank = text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            #expect((try? Alarm.validLabel(text)) == (blank ? nil : text), "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
     }
 
     @Test("an alarm that is off has no next occurrence")

@@ -77,6 +77,54 @@ struct PowerSupplyFixtureTests {
 
     static let batteryPath = "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/PNP0A08:00/device:1c/PNP0C09:00/PNP0C0A:00/power_supply/BAT0"
 
+    /// The command line reads the supplies as plain files (#29, `SysfsPowerSupplySource`); the agent through libudev.
+    /// On every recorded machine the two must read the same attributes.
+    @Test("the command line's sysfs reader reads every scenario as libudev does", arguments: scenarios)
+    func sysfsReadsAsUdev(_ scenario: PowerSupplyScenario) throws {
+        try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (make test)")
+        let testbed = UmockdevTestbed()
+        try testbed.add(scenario.umockdev)
+        let udev = try UdevPowerSupplySource().snapshot()
+        let sysfs = try SysfsPowerSupplySource().snapshot()
+        #expect(!udev.isEmpty || scenario.name == "no-supplies", "\(scenario.name): nothing read")
+        #expect(sysfs == udev, "\(scenario.name)")
+        for supply in udev { #expect(SysfsPowerSupplySource().read(name: supply.name) == supply, "\(scenario.name)/\(supply.name)") }
+        withExtendedLifetime(testbed) {}
+    }
+
+    @Test("odd attribute files: trailing CR LF, a NUL inside, bytes that are not UTF-8, a link, a folder — read as libudev does")
+    func sysfsOddAttributes() throws {
+        try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (make test)")
+        let scenario = try #require(Self.scenarios.first { $0.name == "energy-discharging" })
+        let testbed = UmockdevTestbed()
+        try testbed.add(scenario.umockdev)
+        // Through the preload (this process is under umockdev-wrapper): /sys is the testbed's.
+        let folder = "/sys/class/power_supply/BAT0"
+        func write(_ name: String, _ bytes: [UInt8]) throws {
+            try? FileManager.default.removeItem(atPath: folder + "/" + name)
+            try Data(bytes).write(to: URL(fileURLWithPath: folder + "/" + name))
+        }
+        try write("status", Array("Discharging\r\n\n".utf8))
+        try write("model_name", Array("5B10W13930".utf8) + [0] + Array("hidden\n".utf8))
+        try write("manufacturer", [0x53, 0x4D, 0x50, 0xFF, 0xFE, 0x0A])
+        try write("technology", Array(String(repeating: "Li-ion ", count: 2000).utf8))
+        try write("capacity_level", [])
+        // A link and a folder are made in the testbed's own tree (the preload does not redirect symlink or mkdir).
+        let line = try #require(scenario.umockdev.split(separator: "\n").first { $0.hasPrefix("P: ") && $0.hasSuffix("power_supply/BAT0") })
+        let real = testbed.rootDirectory + "/sys" + line.dropFirst(3)
+        try? FileManager.default.removeItem(atPath: real + "/charge_now")
+        try FileManager.default.createSymbolicLink(atPath: real + "/charge_now", withDestinationPath: real + "/energy_now")
+        try? FileManager.default.removeItem(atPath: real + "/voltage_max_design")
+        try FileManager.default.createDirectory(atPath: real + "/voltage_max_design", withIntermediateDirectories: true)
+        let udev = try #require(try UdevPowerSupplySource().snapshot().first { $0.name == "BAT0" })
+        let sysfs = try #require(try SysfsPowerSupplySource().snapshot().first { $0.name == "BAT0" })
+        #expect(sysfs == udev)
+        #expect(sysfs.attributes["status"] == "Discharging")
+        #expect(sysfs.attributes["model_name"] == "5B10W13930")
+        #expect(sysfs.attributes["charge_now"] == nil && sysfs.attributes["voltage_max_design"] == nil)
+        withExtendedLifetime(testbed) {}
+    }
+
     @Test("a change uevent at run time reaches the monitor with the new values")
     func changeEvent() async throws {
         try #require(UmockdevTestbed.isPreloaded, "run the tests under umockdev-wrapper (make test)")

@@ -1,4 +1,4 @@
-@testable import DoseTapSystemZone
+@testable import DoseTapSystemFiles
 import Foundation
 import PropertyBased
 import Testing

@@ -15,16 +15,17 @@ public enum MachinePorts {
         }
     }
 
-    /// The power supplies now, through udev; none when udev cannot be read.
+    /// The power supplies now, read from sysfs as libudev reads them (`SysfsPowerSupplySource`: the one-shot front
+    /// reads them the same way, #29); none when they cannot be listed.
     @Sendable public static func supplies() -> [PowerSupplyReading] {
-        ((try? UdevPowerSupplySource().snapshot()) ?? []).map(PowerSupplyReading.init(raw:))
+        ((try? SysfsPowerSupplySource().snapshot()) ?? []).map(PowerSupplyReading.init(raw:))
     }
 
-    /// The battery read afresh: the supplies through udev, the power-off level from UPower's configuration
+    /// The battery read afresh: the supplies from sysfs, the power-off level from UPower's configuration
     /// (`/etc/UPower`, or `DOSETAP_UPOWER_DIR`), and whether the machine can wake itself for the alarm (the
     /// running agent's finding in the data folder, else this process's own check of the RTC).
     public static func batteries(store: DataStore, clock: any WallClock) -> BatteryUseCases {
-        BatteryUseCases(store: store, clock: clock, source: { try UdevPowerSupplySource() },
+        BatteryUseCases(store: store, clock: clock, source: { SysfsPowerSupplySource() },
                         powerOff: { UPowerConfigFiles.read().policy },
                         canWake: { directory in
                             if let directory { return WakeCheck.problem(dataDirectory: directory) == nil }

@@ -2,30 +2,6 @@ import DoseTapCore
 import DoseTapStore
 import Foundation
 
-/// An alarm as every face shows it: when it next rings and, for an enabled alarm the battery will not
-/// last to, the nudge (computed now, never stored: plugging in makes it vanish).
-public struct AlarmView: Sendable, Equatable {
-    public var alarm: Alarm
-    public var nextAt: Date?
-    public var nudge: Nudge?
-    /// When its latest occurrence was missed (nobody answered, or the machine was off or asleep); nil when
-    /// its latest ring was answered or it never rang.
-    public var missedAt: Date?
-    /// For an enabled alarm whose battery cannot be predicted yet (the drain is not known): why. Such an
-    /// alarm is not "safe" — it says it cannot predict yet. nil when predicted (at risk or safe) or off.
-    public var cannotPredict: String?
-    /// The battery forecast at the next occurrence, when it could be made (with the night it assumes).
-    public var forecast: BatteryForecast?
-
-    public init(alarm: Alarm, nextAt: Date?, nudge: Nudge?, cannotPredict: String? = nil, missedAt: Date? = nil) {
-        self.alarm = alarm
-        self.nextAt = nextAt
-        self.nudge = nudge
-        self.cannotPredict = cannotPredict
-        self.missedAt = missedAt
-    }
-}
-
 /// Setting, changing and listing alarms (#11), for the command line and later the web page.
 public struct AlarmUseCases: Sendable {
     private let store: DataStore
@@ -289,13 +265,8 @@ public struct AlarmUseCases: Sendable {
     public func list() throws -> (alarms: [AlarmView], unusable: [AlarmRepository.UnusableAlarm]) {
         guard let database = try store.openForReading() else { return ([], []) }
         let loaded = try AlarmRepository(database: database).load()
-        let status = loaded.alarms.contains(where: \.enabled) ? battery() : nil
         let latest = (try? AlarmRingRepository(database: database).latestByAlarm()) ?? [:]
-        return (loaded.alarms.map { alarm in
-            var shown = view(alarm, status: status)
-            if let ring = latest[alarm.id], ring.outcome == .missed { shown.missedAt = ring.dueAt }
-            return shown
-        }, loaded.unusable)
+        return (AlarmView.list(loaded.alarms, latestRings: latest, now: clock.now(), in: clock.timeZone, battery: battery), loaded.unusable)
     }
 
     func view(_ alarm: Alarm) -> AlarmView {
@@ -303,19 +274,7 @@ public struct AlarmUseCases: Sendable {
     }
 
     func view(_ alarm: Alarm, status: BatteryStatus?) -> AlarmView {
-        let now = clock.now()
-        let next = alarm.nextOccurrence(after: now, in: clock.timeZone)
-        var nudge: Nudge?
-        var cannotPredict: String?
-        var made: BatteryForecast?
-        if let next, let status, status.state.present {
-            let forecast = status.forecast(at: next, now: now)
-            nudge = forecast.nudge
-            if forecast.risk == nil { cannotPredict = forecast.reason ?? "the battery cannot be predicted" } else { made = forecast }
-        }
-        var shown = AlarmView(alarm: alarm, nextAt: next, nudge: nudge, cannotPredict: cannotPredict)
-        shown.forecast = made
-        return shown
+        AlarmView.make(alarm, status: status, now: clock.now(), in: clock.timeZone)
     }
 
     /// Runs one change on the database already opened, then tells subscribers.

@@ -86,9 +86,7 @@ public struct BatteryUseCases: Sendable {
     /// finding, else this process's own check).
     static func outlook(database: DoseTapDatabase?, zone: TimeZone, canWake: @Sendable (URL?) -> Bool) -> NightOutlook {
         let learning = database.flatMap { try? NightLearningRepository(database: $0).load() } ?? NightLearning()
-        var conditions = learning.conditions ?? NightConditions()
-        conditions.goingToSleep = false
-        conditions.canWake = canWake(database.map { URL(fileURLWithPath: $0.path).deletingLastPathComponent() })
-        return NightOutlook(learning: learning, conditions: conditions, timeZone: zone)
+        return NightOutlook.commandLine(learning: learning, canWake: canWake(database.map { URL(fileURLWithPath: $0.path).deletingLastPathComponent() }),
+                                        timeZone: zone)
     }
 }

@@ -60,9 +60,7 @@ public final class DoseUseCases: Sendable {
     /// The battery at tonight's Dose 2 reminder, when it is at risk and the reminder is still ahead (the
     /// status bar's glance): the same prediction as the nudge given when Dose 1 was taken, made now.
     public func reminderNudge(for night: NightStatus) -> Nudge? {
-        guard let reminder = night.reminderAt, reminder > night.now, let status = battery?(),
-              status.state.present, !status.state.onAC else { return nil }
-        return status.forecast(at: reminder, now: night.now, momentName: "reminder").nudge
+        BatteryStatus.reminderNudge(for: night) { battery?() }
     }
 
     /// The battery at the reminder of a Dose 1 just taken, when it is at risk.

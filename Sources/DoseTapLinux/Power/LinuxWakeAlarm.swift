@@ -41,12 +41,8 @@ public final class LinuxWakeAlarm: WakeAlarm {
     }
 
     /// The helper's socket: `$DOSETAP_WAKE_SOCKET` when set (tests, a helper elsewhere), else `WakeHelper.socketPath`.
-    public static var defaultHelperSocket: String {
-        ProcessInfo.processInfo.environment["DOSETAP_WAKE_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } ?? WakeHelper.socketPath
-    }
-    /// How long the helper may take to answer (socket activation starts it first). logind waits 5 s for a
-    /// delay inhibitor by default.
-    static let helperTimeout: Duration = .seconds(3)
+    public static var defaultHelperSocket: String { WakeHelperClient.defaultSocket }
+    static var helperTimeout: Duration { WakeHelperClient.timeout }
 
     private let rtcPath: String?
     private let makeTimer: TimerFactory?
@@ -71,28 +67,15 @@ public final class LinuxWakeAlarm: WakeAlarm {
         }
     }
 
-    /// Asks the helper once on a new connection (closed afterwards): nil when it answered OK.
-    private static func askHelper(_ socket: String, _ request: String) -> WakeHelper.ExchangeFailure? {
-        let fd = dosetap_unix_connect(socket)
-        guard fd >= 0 else { return .lost(helperConnectError(socket, errno)) }
-        defer { _ = Glibc.close(fd) }
-        return WakeHelper.exchange(fd, request, timeout: helperTimeout)
+    private static func askHelper(_ socket: String, _ request: String) -> WakeHelperClient.ExchangeFailure? {
+        WakeHelperClient.ask(socket, request)
     }
 
-    static func helperConnectError(_ socket: String, _ code: Int32) -> String {
-        switch code {
-        case ENOENT, ECONNREFUSED: "no wake helper listens at \(socket) (\(text(code)))"
-        default: "the wake helper at \(socket) cannot be reached (\(text(code)))"
-        }
-    }
+    static func helperConnectError(_ socket: String, _ code: Int32) -> String { WakeHelperClient.connectError(socket, code) }
 
     /// Why the helper cannot be used, as a reason clause.
-    static func helperReason(_ failure: WakeHelper.ExchangeFailure, socket: String) -> String {
-        switch failure {
-        case .refused(let why): "the wake helper refused (\(why))"
-        case .lost(let why) where why.hasPrefix("no wake helper") || why.hasPrefix("the wake helper"): why
-        case .lost(let why): "the wake helper at \(socket) did not answer (\(why))"
-        }
+    static func helperReason(_ failure: WakeHelperClient.ExchangeFailure, socket: String) -> String {
+        WakeHelperClient.reason(failure, socket: socket)
     }
 
     // MARK: The port
@@ -202,14 +185,14 @@ public final class LinuxWakeAlarm: WakeAlarm {
 
     /// `ARM` on the connection this process keeps to the helper (made now if there is none, made again once
     /// if the helper went away since — it restarts on demand). nil: armed.
-    private func armThroughHelper(_ s: inout State, socket: String, seconds: Int64) -> WakeHelper.ExchangeFailure? {
+    private func armThroughHelper(_ s: inout State, socket: String, seconds: Int64) -> WakeHelperClient.ExchangeFailure? {
         for attempt in 0..<2 {
             if s.helper < 0 {
                 let fd = dosetap_unix_connect(socket)
                 guard fd >= 0 else { return .lost(Self.helperConnectError(socket, errno)) }
                 s.helper = fd
             }
-            let failure = WakeHelper.exchange(s.helper, "ARM \(seconds)", timeout: Self.helperTimeout)
+            let failure = WakeHelperClient.exchange(s.helper, "ARM \(seconds)", timeout: Self.helperTimeout)
             guard case .lost = failure else { return failure }
             _ = Glibc.close(s.helper)
             s.helper = -1

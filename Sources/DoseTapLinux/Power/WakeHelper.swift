@@ -25,7 +25,7 @@ import Glibc
 /// 10 s of the connection or of the last answer (unless the connection holds an armed wake-up); a time must lie
 /// in the future and at most 35 days ahead. docs/alarms.md, "Waking from suspend", has the threat model.
 public enum WakeHelper {
-    public static let socketPath = "/run/dosetap-wake.sock"
+    public static let socketPath = WakeHelperClient.socketPath
     public static let usersDirectory = "/run/systemd/users"
     /// Longest request line, newline excluded ("ARM " and 12 digits fit with room to spare).
     public static let maxLine = 64
@@ -87,40 +87,7 @@ public enum WakeHelper {
     /// -1 with errno set.
     public static func listen(at path: String) -> Int32 { dosetap_unix_listen(path, 64) }
 
-    // MARK: The client's side (LinuxWakeAlarm)
-
-    /// One request on a connection: nil when the helper answered OK, else the reason (its ERR text, or what
-    /// went wrong on the socket). Waits at most `timeout` for the answer.
-    static func exchange(_ fd: Int32, _ request: String, timeout: Duration) -> ExchangeFailure? {
-        let bytes = Array((request + "\n").utf8)
-        let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == bytes.count else { return .lost(sent < 0 ? text(errno) : "a short write") }
-        var reply: [UInt8] = []
-        let deadline = ContinuousClock.now + timeout
-        while !reply.contains(0x0A) {
-            let left = ContinuousClock.now.duration(to: deadline)
-            let milliseconds = max(0, Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-            let ready = dosetap_wait_readable(fd, milliseconds)
-            guard ready > 0 else { return .lost(ready == 0 ? "no answer within \(timeout.components.seconds) s" : text(errno)) }
-            var chunk = [UInt8](repeating: 0, count: 256)
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count < 0, errno == EINTR || errno == EAGAIN { continue }
-            guard count > 0 else { return .lost(count == 0 ? "it closed the connection" : text(errno)) }
-            reply += chunk[..<count]
-            guard reply.count <= 512 else { return .lost("an answer too long") }
-        }
-        let line = String(decoding: reply.prefix(while: { $0 != 0x0A }), as: UTF8.self)
-        if line == "OK" { return nil }
-        if line.hasPrefix("ERR ") { return .refused(DisplayText.escaped(String(line.dropFirst(4)), maxLength: 300)) }
-        return .lost("an answer that is not OK or ERR")
-    }
-
-    enum ExchangeFailure: Error, Equatable {
-        /// The helper said no (ERR …).
-        case refused(String)
-        /// The connection broke, or the helper did not answer.
-        case lost(String)
-    }
+    // The client's side is WakeHelperClient (DoseTapSystemFiles): the command line's one-shot front asks CHECK too.
 
     static func text(_ code: Int32) -> String { String(cString: strerror(code)) }
 }

@@ -1,4 +1,3 @@
-import DoseTapCore
 import Foundation
 
 /// The battery as the CLI and the agent both report it: the combined state, its drain, and the level at
@@ -43,5 +42,27 @@ public struct BatteryStatus: Sendable, Equatable {
     public var hoursToEmpty: Double? {
         guard !state.onAC, let level = state.fineLevel, let drain = drain.percentPerHour, drain > 0 else { return nil }
         return level / drain
+    }
+}
+
+extension BatteryStatus {
+    /// The battery at tonight's Dose 2 reminder, when it is at risk and the reminder is still ahead (the status bar's
+    /// glance): the same prediction as the nudge given when Dose 1 was taken, made now. `battery` is read only then.
+    public static func reminderNudge(for night: NightStatus, battery: () -> BatteryStatus?) -> Nudge? {
+        guard let reminder = night.reminderAt, reminder > night.now, let status = battery(),
+              status.state.present, !status.state.onAC else { return nil }
+        return status.forecast(at: reminder, now: night.now, momentName: "reminder").nudge
+    }
+}
+
+extension NightOutlook {
+    /// The night as a one-shot command sees it: what the agent learned (nothing yet without a database), its last
+    /// word on logind, not going to sleep now, and whether the machine can wake itself for the alarm (the running
+    /// agent's finding, else this process's own check).
+    public static func commandLine(learning: NightLearning, canWake: Bool, timeZone: TimeZone) -> NightOutlook {
+        var conditions = learning.conditions ?? NightConditions()
+        conditions.goingToSleep = false
+        conditions.canWake = canWake
+        return NightOutlook(learning: learning, conditions: conditions, timeZone: timeZone)
     }
 }

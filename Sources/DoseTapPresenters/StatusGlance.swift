@@ -109,6 +109,28 @@ public struct StatusGlance: Sendable, Equatable {
         alarms.filter { $0.alarm.enabled && $0.nextAt != nil }.min { $0.nextAt! < $1.nextAt! }
     }
 
+    /// How `dosetap status --format` prints it.
+    public enum Format: String, Sendable, CaseIterable {
+        /// The glance and its details, indented.
+        case text
+        case json
+        case waybar
+        case i3blocks
+    }
+
+    /// The line(s) `dosetap status --format` prints.
+    public func rendered(_ format: Format) -> String {
+        switch format {
+        case .text:
+            return ([text] + tooltip.split(separator: "\n").map { "  " + $0 }).joined(separator: "\n")
+        case .json:
+            return JSON.object([("text", .string(text)), ("shortText", .string(shortText)), ("tooltip", .string(tooltip)),
+                                ("classes", .array(classes.map(JSON.string))), ("urgent", .bool(urgent))]).text
+        case .waybar: return waybar.text
+        case .i3blocks: return i3blocks.text
+        }
+    }
+
     /// waybar's custom module with `"return-type": "json"`: one object per line. Its classes are the glance's,
     /// and `urgent` when something needs the person now, so one CSS rule can catch every urgent state.
     public var waybar: JSON {
