@@ -12,7 +12,10 @@
 # .deb).
 #
 # Data: ten years of nights (3,650, as dose-latency.sh seeds them), Dose 1 tonight 90 minutes ago, and
-# three alarms, in a temporary directory (yours is not touched). Timed, in one hyperfine run (-N, no
+# three alarms, in a temporary directory (yours is not touched). As installed, the agent runs beside them
+# (`dosetap agent` on the same data, started first: a status bar's machine runs it, and `alarm list` and `status`
+# read its findings — whether it can wake the machine and play the sound); NO_AGENT=1 times them without it (the
+# command line then checks the machine itself: the full program answers). Timed, in one hyperfine run (-N, no
 # shell), warm-up WARMUP (5) and RUNS (40) each:
 #   dosetap dose status --json
 #   dosetap alarm list --json
@@ -66,6 +69,24 @@ faketime -f "@$(date -d '-90 minutes' '+%Y-%m-%d %H:%M:%S')" "$bin" dose take >/
 "$bin" alarm add 07:15 --label weekend >/dev/null
 "$bin" alarm add 05:30 --label early >/dev/null
 
+agent=
+if [[ -z ${NO_AGENT:-} ]]; then
+    "$bin" agent >"$work/agent.log" 2>&1 &
+    agent=$!
+    trap 'kill "$agent" 2>/dev/null; wait "$agent" 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
+    # Ready once it holds its records for the command line (an exclusive flock on each).
+    ready=
+    for _ in $(seq 300); do
+        if [[ -e $work/data/dosetap/wake-status.json && -e $work/data/dosetap/sound-status.json ]] &&
+           ! flock -n -s "$work/data/dosetap/wake-status.json" true && ! flock -n -s "$work/data/dosetap/sound-status.json" true; then
+            ready=1
+            break
+        fi
+        sleep 0.1
+    done
+    [[ -n $ready ]] || { echo "oneshot-vs-sqlite: the agent did not start (see $work/agent.log)" >&2; cat "$work/agent.log" >&2; exit 1; }
+fi
+
 query="SELECT kind, at FROM dose_event ORDER BY at DESC LIMIT 4"
 labels=("dose status --json" "alarm list --json" "status --format waybar" "predict --json" "sqlite3 (one query)")
 commands=("$bin dose status --json" "$bin alarm list --json" "$bin status --format waybar"
@@ -79,7 +100,7 @@ hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$work/times.json" 
 for i in "${!commands[@]}"; do
     peak=0
     for _ in $(seq "$RSS_RUNS"); do
-        kb=$(eval "/usr/bin/time -f %M -o $work/one.txt ${commands[$i]}" >/dev/null; cat "$work/one.txt")
+        kb=$(eval "/usr/bin/time -f %M -o $work/one.txt ${commands[$i]}" >/dev/null 2>&1; cat "$work/one.txt")
         (( kb > peak )) && peak=$kb
     done
     echo "$peak" >> "$work/rss.txt"
