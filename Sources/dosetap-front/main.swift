@@ -33,41 +33,11 @@ enum FrontAnswer {
     /// `predict --level N --drain N --hours N [--charging] --json`, in any order, each at most once, a value
     /// as the next word or after `=`. The numbers are read by the rule every face uses (PlainNumberText).
     static func predict(_ words: [String]) -> String? {
-        var values: [String: Double] = [:]
-        var flags: Set<String> = []
-        var i = 0
-        while i < words.count {
-            let word = words[i]
-            i += 1
-            var name = word
-            var inline: String?
-            if let equals = word.firstIndex(of: "=") {
-                name = String(word[..<equals])
-                inline = String(word[word.index(after: equals)...])
-            }
-            switch name {
-            case "--level", "--drain", "--hours":
-                guard values[name] == nil else { return nil }
-                let text: String
-                if let inline {
-                    text = inline
-                } else {
-                    guard i < words.count else { return nil }
-                    text = words[i]
-                    i += 1
-                }
-                guard let value = PlainNumberText.parse(text) else { return nil }
-                values[name] = value
-            case "--charging", "--json":
-                guard inline == nil, !flags.contains(name) else { return nil }
-                flags.insert(name)
-            default:
-                return nil
-            }
-        }
-        guard flags.contains("--json"), let level = values["--level"], let drain = values["--drain"],
-              let hours = values["--hours"] else { return nil }
-        let input = RiskInput(level: level, drainPercentPerHour: drain, hours: hours, charging: flags.contains("--charging"))
+        guard let words = FrontWords(words, flags: ["--charging", "--json"], options: ["--level", "--drain", "--hours"]),
+              words.flags.contains("--json"), let level = words.values["--level"].flatMap(PlainNumberText.parse),
+              let drain = words.values["--drain"].flatMap(PlainNumberText.parse),
+              let hours = words.values["--hours"].flatMap(PlainNumberText.parse) else { return nil }
+        let input = RiskInput(level: level, drainPercentPerHour: drain, hours: hours, charging: words.flags.contains("--charging"))
         guard let prediction = try? RiskPredictor.predict(input) else { return nil }
         return prediction.json.text
     }

@@ -1,4 +1,5 @@
 import DoseTapCore
+import DoseTapTesting
 import DoseTapCrypto
 import Foundation
 import PropertyBased

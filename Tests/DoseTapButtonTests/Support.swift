@@ -23,22 +23,7 @@ func at(_ seconds: TimeInterval) -> Date { Date(timeIntervalSinceReferenceDate: 
 
 // MARK: - Deterministic randomness (SplitMix64): the differential corpora are the same on every run.
 
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
-    mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in byte() } }
-    mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
-    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-    mutating func pick<T>(_ items: [T]) -> T { items[int(0...(items.count - 1))] }
-}
+// SplitMix64 lives in DoseTapTesting (the core tests use it too).
 
 // MARK: - JSON fixtures
 

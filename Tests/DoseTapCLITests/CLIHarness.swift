@@ -118,6 +118,27 @@ struct CLI {
         return Result(status: r.terminationStatus, out: r.standardOutput, err: r.standardError)
     }
 
+    /// The real wake helper (`dosetap wake-helper`) on a socket in the private home, serving the users named in a
+    /// folder there (none yet: write a file named after a uid to let that user in). Ready when it returns.
+    func startWakeHelper() throws -> (process: Process, socket: String, users: URL) {
+        let socket = home.appendingPathComponent("wake.sock").path
+        let users = home.appendingPathComponent("users")
+        try FileManager.default.createDirectory(at: users, withIntermediateDirectories: true)
+        let helper = Process()
+        helper.executableURL = URL(fileURLWithPath: CLI.binary)
+        helper.arguments = ["wake-helper", "--socket", socket, "--users-directory", users.path, "--idle-exit", "0"]
+        let log = Pipe()
+        helper.standardError = log
+        try helper.run()
+        // Ready once it says so on its log.
+        let first = String(decoding: log.fileHandleForReading.availableData, as: UTF8.self)
+        guard first.hasPrefix("serving wake-ups on \(socket)") else {
+            helper.terminate()
+            throw FixtureError("the wake helper did not start: \(first)")
+        }
+        return (helper, socket, users)
+    }
+
     /// sqlite3 on the database, behind the program's back.
     func sqlite(_ sql: String) async throws -> String {
         let r = try await Subprocess.run(.path("/usr/bin/sqlite3"), arguments: [dataDirectory.appendingPathComponent("dosetap.sqlite").path, sql],

@@ -193,17 +193,8 @@ struct FrontAlarmTests {
         let cli = try CLI()
         try await household(cli)
         let at = "2026-11-29 23:00:00"
-        let socket = cli.home.appendingPathComponent("wake.sock").path
-        let users = cli.home.appendingPathComponent("users")
-        try FileManager.default.createDirectory(at: users, withIntermediateDirectories: true)
-        let helper = Process()
-        helper.executableURL = URL(fileURLWithPath: CLI.binary)
-        helper.arguments = ["wake-helper", "--socket", socket, "--users-directory", users.path, "--idle-exit", "0"]
-        let log = Pipe()
-        helper.standardError = log
-        try helper.run()
+        let (helper, socket, users) = try cli.startWakeHelper()
         defer { if helper.isRunning { helper.terminate() } }
-        #expect(String(decoding: log.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("serving wake-ups on \(socket)"))
         let records = try AgentRecords(cli.dataDirectory, wake: #"{"pid":1,"method":"helper","helperSocket":"\#(socket)"}"#, sound: Self.canPlay)
         defer { withExtendedLifetime(records) {} }
         // Refused (this user is not one logind tracks, as far as this helper knows; root it always serves): the full

@@ -131,21 +131,10 @@ struct WakeWarningCLITests {
     @Test("with the wake helper listening (the real binary's wake-helper), an agent and a CLI without the capability can wake: no line; the helper gone: the line again")
     func helper() async throws {
         let cli = try CLI()
-        let socket = cli.home.appendingPathComponent("wake.sock").path
-        let users = cli.home.appendingPathComponent("users")
-        try FileManager.default.createDirectory(at: users, withIntermediateDirectories: true)
+        let (helper, socket, users) = try cli.startWakeHelper()
+        defer { if helper.isRunning { helper.terminate() } }
         // Whoever runs the tests is a user logind tracks, as far as this helper knows.
         try Data().write(to: users.appendingPathComponent(String(getuid())))
-        let helper = Process()
-        helper.executableURL = URL(fileURLWithPath: CLI.binary)
-        helper.arguments = ["wake-helper", "--socket", socket, "--users-directory", users.path, "--idle-exit", "0"]
-        let log = Pipe()
-        helper.standardError = log
-        try helper.run()
-        defer { if helper.isRunning { helper.terminate() } }
-        // Ready once it says so on its log.
-        let first = log.fileHandleForReading.availableData
-        #expect(String(decoding: first, as: UTF8.self).hasPrefix("serving wake-ups on \(socket)"))
         let with = try await unable(cli, "alarm add 05:30", env: ["DOSETAP_WAKE_SOCKET": socket])
         #expect(with.exitCode == 0, "\(with.err)")
         #expect(with.out == "Added alarm: 1  05:30  once  \"Alarm\"  next Tue 2026-05-05 05:30\n", "\(with.out)\(with.err)")

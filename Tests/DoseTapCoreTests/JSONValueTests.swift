@@ -1,5 +1,6 @@
 @testable import DoseTapCore
 import DoseTapPresenters
+import DoseTapTesting
 import Foundation
 import PropertyBased
 import Testing
@@ -19,7 +20,10 @@ struct JSONValueTests {
         case is NSNull: return .null
         case let n as NSNumber:
             // JSONSerialization gives booleans as NSNumber too: their type code ("c") tells them apart.
-            if String(cString: n.objCType) == "c" { return .bool(n.boolValue) }
+            let type = String(cString: n.objCType)
+            if type == "c" { return .bool(n.boolValue) }
+            // An integer literal: an integer type code, and within an Int.
+            if ["q", "i", "l", "s"].contains(type) { return .integer(n.intValue) }
             return .number(n.doubleValue)
         case let s as String: return .string(s)
         case let a as [Any]:
@@ -47,7 +51,7 @@ struct JSONValueTests {
     }
 
     /// A random document, written by our own writer (`JSON`), nested up to `depth`.
-    static func document(_ rng: inout SplitMix, depth: Int) -> JSON {
+    static func document(_ rng: inout SplitMix64, depth: Int) -> JSON {
         let strings = ["", "a", "Dose 2", "é ü 💊", "\"quoted\"", "back\\slash", "tab\tnew\nline", "\u{01}\u{1F}", "/", "\u{FFFF}", "日本"]
         switch Int.random(in: 0..<(depth > 0 ? 8 : 5), using: &rng) {
         case 0: return .null
@@ -67,7 +71,7 @@ struct JSONValueTests {
     @Test("any document our writer makes: read as JSONSerialization reads it")
     func randomDocuments() async {
         await propertyCheck(count: 1000, input: Gen.uint64()) { seed in
-            var rng = SplitMix(seed: seed)
+            var rng = SplitMix64(seed: seed)
             let text = Self.document(&rng, depth: 4).text
             let bytes = Array(text.utf8)
             let ours = JSONValue.parse(bytes)
@@ -109,11 +113,13 @@ struct JSONValueTests {
     func depth() {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         #expect(JSONValue.parse(deep) == nil)
-        let limit = JSONValue.maximumDepth
-        let atLimit = String(repeating: "[", count: limit + 1) + String(repeating: "]", count: limit + 1)
-        #expect(JSONValue.parse(atLimit) != nil)
-        let beyond = String(repeating: "[", count: limit + 2) + String(repeating: "]", count: limit + 2)
-        #expect(JSONValue.parse(beyond) == nil)
+        for limit in [JSONValue.maximumDepth, 32, 1] {
+            let atLimit = String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
+            #expect(JSONValue.parse(atLimit, maximumDepth: limit) != nil, "\(limit)")
+            let beyond = String(repeating: "[", count: limit + 1) + String(repeating: "]", count: limit + 1)
+            #expect(JSONValue.parse(beyond, maximumDepth: limit) == nil, "\(limit)")
+        }
+        #expect(JSONValue.parse("1", maximumDepth: 1) == .integer(1))
     }
 
     @Test("random bytes and truncations: no crash, and a verdict only on a whole document")
@@ -122,7 +128,7 @@ struct JSONValueTests {
         for cut in 0..<sample.count {
             #expect(JSONValue.parse(sample[0..<cut]) == nil, "cut at \(cut)")
         }
-        #expect(JSONValue.parse(sample)?["list"] == .array([.number(1), .number(2500), .bool(true)]))
+        #expect(JSONValue.parse(sample)?["list"] == .array([.integer(1), .number(2500), .bool(true)]))
         await propertyCheck(count: 2000, input: Gen.uint8().array(of: 0...40)) { bytes in
             let ours = JSONValue.parse(bytes)
             if ours != nil { #expect(Self.same(ours, Self.foundation(bytes)), "\(bytes)") }
@@ -139,6 +145,11 @@ struct JSONValueTests {
 
     @Test("whole numbers: integral and within an Int; anything else is not one")
     func integers() {
+        #expect(JSONValue.parse("150") == .integer(150))
+        #expect(JSONValue.parse("-0") == .integer(0))
+        #expect(JSONValue.parse("150.0") == .number(150))
+        #expect(JSONValue.parse("99999999999999999999") == .number(1e20))
+        #expect(JSONValue.integer(7).number == 7)
         #expect(JSONValue.number(150).integer == 150)
         #expect(JSONValue.number(-0.0).integer == 0)
         #expect(JSONValue.parse("1.5e2")?.integer == 150)
@@ -146,18 +157,5 @@ struct JSONValueTests {
         #expect(JSONValue.number(1e30).integer == nil)
         #expect(JSONValue.string("150").integer == nil)
         #expect(JSONValue.bool(true).integer == nil)
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing document can be made again from its seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

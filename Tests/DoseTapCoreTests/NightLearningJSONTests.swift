@@ -1,4 +1,5 @@
 @testable import DoseTapCore
+import DoseTapTesting
 import Foundation
 import PropertyBased
 import Testing
@@ -8,7 +9,7 @@ import Testing
 /// read where it reads it.
 @Suite("night learning: read back as JSONDecoder reads it")
 struct NightLearningJSONTests {
-    static func learning(_ rng: inout SplitMix) -> NightLearning {
+    static func learning(_ rng: inout SplitMix64) -> NightLearning {
         let observations = (0..<Int.random(in: 0...SleepDrainModel.kept, using: &rng)).map { i in
             SleepDrainObservation(at: Date(timeIntervalSince1970: 1_790_000_000 + Double(i) * 86_400 + Double.random(in: 0..<86_400, using: &rng)),
                                   hours: Double.random(in: 0.5...14, using: &rng), percentPerHour: Double.random(in: 0...30, using: &rng))
@@ -40,7 +41,7 @@ struct NightLearningJSONTests {
     func roundTrip() async throws {
         #expect(NightLearning(storedText: String(decoding: try JSONEncoder().encode(NightLearning()), as: UTF8.self)) == NightLearning())
         await propertyCheck(count: 300, input: Gen.uint64()) { seed in
-            var rng = SplitMix(seed: seed)
+            var rng = SplitMix64(seed: seed)
             let learning = Self.learning(&rng)
             let text = String(decoding: try! JSONEncoder().encode(learning), as: UTF8.self)
             #expect(NightLearning(storedText: text) == learning, "\(seed)")
@@ -73,7 +74,7 @@ struct NightLearningJSONTests {
 
     @Test("a damaged copy: refused where JSONDecoder refuses it, the same learning where it reads it", arguments: 0..<damages.count)
     func damaged(index: Int) throws {
-        var rng = SplitMix(seed: UInt64(index) + 7)
+        var rng = SplitMix64(seed: UInt64(index) + 7)
         var learning = Self.learning(&rng)
         learning.conditions = NightConditions()
         var object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(learning)) as? [String: Any])

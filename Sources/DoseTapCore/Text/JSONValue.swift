@@ -1,6 +1,7 @@
 /// A JSON document as read (RFC 8259, strictly): what the agent's small records say — the night it learned
 /// (`NightLearning(json:)`), its status files for the command line (whether it can wake the machine, whether the
-/// alarm can be heard). Writing is `JSON`'s (DoseTapPresenters), which keeps keys in order.
+/// alarm can be heard) — and the dashboard's request bodies (`StrictJSON`, #25: no trailing comma, `1` is not
+/// `true`). Writing is `JSON`'s (DoseTapPresenters), which keeps keys in order.
 ///
 /// Why not Foundation's readers: `JSONSerialization` and `JSONDecoder` cost a one-shot command (`dosetap alarm list
 /// --json`, `status --format waybar`) 0.6 and 2.3 million instructions of run-time type lookups at their first use
@@ -9,28 +10,34 @@
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
+    /// A number written as an integer (no fraction, no exponent) that an `Int` holds.
+    case integer(Int)
+    /// Any other number.
     case number(Double)
     case string(String)
     case array([JSONValue])
     /// A key given twice keeps its last value (as Foundation's readers do).
     case object([String: JSONValue])
 
-    /// Nesting deeper than this is refused (a hostile file cannot exhaust the stack).
+    /// How many levels of arrays and objects a document may nest by default (a hostile file cannot exhaust the
+    /// stack): a value inside this many containers is refused.
     public static let maximumDepth = 128
 
     /// The document `bytes` hold (UTF-8), or nil when they are not one JSON value — a syntax error, invalid UTF-8,
-    /// a control character in a string, a lone surrogate, a number beyond a Double, nesting beyond `maximumDepth`,
-    /// anything but blanks after the value.
-    public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
+    /// a control character in a string, a lone surrogate, a number beyond a Double, a value nested `maximumDepth`
+    /// deep, anything but blanks after the value.
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = JSONValue.maximumDepth) -> JSONValue? {
         let buffer = Array(bytes)
-        var reader = Reader(bytes: buffer)
+        var reader = Reader(bytes: buffer, maximumDepth: maximumDepth)
         guard let value = reader.value(depth: 0) else { return nil }
         reader.skipBlanks()
         return reader.position == buffer.count ? value : nil
     }
 
     /// `parse` of a text's UTF-8.
-    public static func parse(_ text: String) -> JSONValue? { parse(Array(text.utf8)) }
+    public static func parse(_ text: String, maximumDepth: Int = JSONValue.maximumDepth) -> JSONValue? {
+        parse(Array(text.utf8), maximumDepth: maximumDepth)
+    }
 
     /// The member `key` of an object; nil for a missing key or a value that is not an object.
     public subscript(key: String) -> JSONValue? {
@@ -40,28 +47,40 @@ public enum JSONValue: Sendable, Equatable {
 
     public var string: String? { if case .string(let s) = self { s } else { nil } }
     public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
-    public var number: Double? { if case .number(let n) = self { n } else { nil } }
+    /// Any number, as a Double.
+    public var number: Double? {
+        switch self {
+        case .integer(let i): Double(i)
+        case .number(let n): n
+        default: nil
+        }
+    }
     public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
     public var isNull: Bool { self == .null }
 
     /// A number that is a whole number an `Int` holds (150, 150.0, 1.5e2), else nil.
     public var integer: Int? {
+        if case .integer(let i) = self { return i }
         guard case .number(let n) = self, n == n.rounded(.towardZero), n >= -9.2e18, n <= 9.2e18 else { return nil }
         return Int(exactly: n)
     }
 
     private struct Reader {
         let bytes: [UInt8]
+        let maximumDepth: Int
         var position = 0
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
+        init(bytes: [UInt8], maximumDepth: Int) {
+            self.bytes = bytes
+            self.maximumDepth = maximumDepth
+        }
 
         mutating func skipBlanks() {
             while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
         }
 
         mutating func value(depth: Int) -> JSONValue? {
-            guard depth <= JSONValue.maximumDepth else { return nil }
+            guard depth < maximumDepth else { return nil }
             skipBlanks()
             guard position < bytes.count else { return nil }
             switch bytes[position] {
@@ -214,8 +233,10 @@ public enum JSONValue: Sendable, Equatable {
             return scalar
         }
 
-        /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, read as the nearest Double; nil beyond its range.
+        /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`: an integer an `Int` holds as one, anything else as
+        /// the nearest Double; nil beyond a Double's range.
         mutating func number() -> JSONValue? {
+            var integral = true
             let start = position
             func digits() -> Int {
                 let first = position
@@ -231,14 +252,17 @@ public enum JSONValue: Sendable, Equatable {
             }
             if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
                 position += 1
+                integral = false
                 guard digits() > 0 else { return nil }
             }
             if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
                 position += 1
+                integral = false
                 if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
                 guard digits() > 0 else { return nil }
             }
             let text = String(decoding: bytes[start..<position], as: UTF8.self)
+            if integral, let value = Int(text) { return .integer(value) }
             guard let value = Double(text), value.isFinite else { return nil }
             return .number(value)
         }
