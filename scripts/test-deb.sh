@@ -151,6 +151,30 @@ from_full=$(in_home "${full[@]}" dose status --json | sed 's/"minutesRemaining":
 [[ $from_front == "$from_full" && $from_front == '{"phase":"waiting",'* ]] \
   || fail "dose status --json: the front's answer is not the full program's: $from_front | $from_full"
 pass "the front answers predict --json and dose status --json as the full program does"
+# ...and the alarm screen and the status bar (#29) while an agent runs: its records for the command line, held
+# locked as the agent holds them (here by flock(1)), say it can wake the machine and play the sound.
+in_home "${full[@]}" alarm add 06:30 --label work >/dev/null || fail "alarm add (the full program)"
+records=$status_home/.local/share/dosetap
+printf '%s' '{"pid":1,"method":"alarmTimer"}' > "$records/wake-status.json"
+printf '%s' '{"pid":1,"canPlay":true}' > "$records/sound-status.json"
+flock -x "$records/wake-status.json" flock -x "$records/sound-status.json" sleep 60 &
+holder=$!
+for _ in $(seq 50); do ! flock -n -s "$records/sound-status.json" true 2>/dev/null && break; sleep 0.1; done
+alone=$work/front-alone
+mkdir -p "$alone" && cp "$root/usr/bin/dosetap" "$alone/dosetap"
+front_alone=("$alone/dosetap")
+[[ -z $cross ]] || front_alone=(/usr/bin/qemu-aarch64-static -L "$root" "$alone/dosetap")
+for line in "alarm list --json" "status --format waybar"; do
+  # (the countdown may tick between the calls: compared without the minutes)
+  from_front=$(in_home "${front[@]}" $line | sed 's/[0-9]* min//g') || fail "the front's $line"
+  from_full=$(in_home "${full[@]}" $line | sed 's/[0-9]* min//g') || fail "the full program's $line"
+  [[ $from_front == "$from_full" && -n $from_front ]] || fail "$line: the front's answer is not the full program's: $from_front | $from_full"
+  # It answered itself: alone (no full program beside it to hand over to) it still does.
+  itself=$(in_home "${front_alone[@]}" $line | sed 's/[0-9]* min//g') || fail "the front alone did not answer $line"
+  [[ $itself == "$from_full" ]] || fail "$line: the front alone: $itself | $from_full"
+done
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+pass "the front answers alarm list --json and status --format waybar itself while the agent runs, as the full program does"
 # ...as a static executable (#29, docs/architecture.md): no interpreter, no shared library, nothing to relocate.
 readelf -lW "$work/x/usr/bin/dosetap" | grep -q 'INTERP' && fail "the front names a dynamic loader: it must be static"
 readelf -d "$work/x/usr/bin/dosetap" 2>/dev/null | grep -q 'NEEDED' && fail "the front loads shared libraries: it must be static"
