@@ -181,6 +181,44 @@ struct StoreTests {
         #expect(unmarked.wakes(changed: wal))
     }
 
+    @Test("a marked read is kept across the agent's battery samples and read again after any other commit")
+    func markedRead() throws {
+        let dir = try temporaryDirectory()
+        let db = try DoseTapDatabase(directory: dir)
+        let samples = BatterySampleRepository(database: db)
+        let alarms = MarkedRead<Int>(database: db)
+        var reads = 0
+        func count() throws -> Int {
+            try alarms.value {
+                reads += 1
+                return try db.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM alarm") ?? -1 }
+            }
+        }
+        #expect(try count() == 0 && reads == 1)
+        #expect(try count() == 0 && reads == 1)
+        try samples.append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
+        #expect(try count() == 0 && reads == 1)
+        // This instance's write, then another connection's (the command line): each read again.
+        try db.write { db in try db.execute(sql: "INSERT INTO alarm (time, label, repetition, enabled, created_at) VALUES ('07:00', 'a', 'daily', 1, 0)") }
+        #expect(try count() == 1 && reads == 2)
+        try DoseTapDatabase(directory: dir).write { db in
+            try db.execute(sql: "INSERT INTO alarm (time, label, repetition, enabled, created_at) VALUES ('08:00', 'b', 'daily', 1, 0)")
+        }
+        #expect(try count() == 2 && reads == 3)
+        #expect(try count() == 2 && reads == 3)
+        // A read that fails keeps nothing new: the next one reads.
+        struct Refused: Error {}
+        try db.write { db in try db.execute(sql: "DELETE FROM alarm") }
+        #expect(throws: Refused.self) { _ = try alarms.value { throw Refused() } }
+        #expect(try count() == 0 && reads == 4)
+        // Without a mark (opened for reading): every call reads.
+        let reading = try #require(try DoseTapDatabase.openForReading(directory: dir))
+        let unmarked = MarkedRead<Int>(database: reading)
+        var unmarkedReads = 0
+        for _ in 0..<2 { _ = try unmarked.value { unmarkedReads += 1; return 0 } }
+        #expect(unmarkedReads == 2)
+    }
+
     @Test("openIfPresent does not create a database")
     func openIfPresent() throws {
         let dir = try temporaryDirectory()
