@@ -28,14 +28,20 @@ public struct ResidentPages: Sendable {
         /// Resident and anonymous (copied-on-write) kB of the mapping; nil when smaps did not say.
         public var residentKB: Int?
         public var anonymousKB: Int?
+        /// Where in the file the mapping starts, and the file's inode (0 when not known).
+        public var offset: UInt
+        public var inode: UInt
 
-        public init(start: UInt, end: UInt, permissions: String, path: String, residentKB: Int? = nil, anonymousKB: Int? = nil) {
+        public init(start: UInt, end: UInt, permissions: String, path: String, residentKB: Int? = nil, anonymousKB: Int? = nil,
+                    offset: UInt = 0, inode: UInt = 0) {
             self.start = start
             self.end = end
             self.permissions = permissions
             self.path = path
             self.residentKB = residentKB
             self.anonymousKB = anonymousKB
+            self.offset = offset
+            self.inode = inode
         }
 
         /// Private, readable, not writable, from a file, and not changed by this process: its pages can be read
@@ -58,6 +64,8 @@ public struct ResidentPages: Sendable {
     public let mappings: [Mapping]
     /// The pages the last release gave back, to be read again in one go by `warm()` (shared by copies).
     private let recorded = WorkingSet()
+    /// The mapped files, open, for `warm()` to wait on their pages without mapping them.
+    private let files: Files
     /// The largest working set `release()` records: more (start-up: 30 MB) is not read back at once;
     /// a battery sample maps 13–16 MB.
     public static let workingSetLimitKB = 24_576
@@ -86,6 +94,35 @@ public struct ResidentPages: Sendable {
 
     public init(mappings: [Mapping]) {
         self.mappings = mappings
+        files = Files(mappings)
+    }
+
+    /// Each mapped file open for reading (only where its inode is the one mapped: a file replaced since, by an
+    /// upgrade, is not the one in memory), and /dev/null. Closed with the last copy.
+    private final class Files: Sendable {
+        let byPath: [String: Int32]
+        let null: Int32
+
+        init(_ mappings: [Mapping]) {
+            var byPath: [String: Int32] = [:]
+            for mapping in mappings where mapping.inode != 0 && byPath[mapping.path] == nil {
+                let fd = open(mapping.path, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { continue }
+                var info = stat()
+                if fstat(fd, &info) == 0, UInt(info.st_ino) == mapping.inode {
+                    byPath[mapping.path] = fd
+                } else {
+                    close(fd)
+                }
+            }
+            self.byPath = byPath
+            null = byPath.isEmpty ? -1 : open("/dev/null", O_WRONLY | O_CLOEXEC)
+        }
+
+        deinit {
+            for fd in byPath.values { close(fd) }
+            if null >= 0 { close(null) }
+        }
     }
 
     /// What `release()` recorded and `warm()` has not yet read back, in kB.
@@ -120,7 +157,8 @@ public struct ResidentPages: Sendable {
               start < end, fields[1].count == 4, UInt(fields[2], radix: 16) != nil, fields[3].contains(":"), UInt(fields[4]) != nil
         else { return nil }
         let path = fields.count == 6 ? String(fields[5]).trimmingCharacters(in: .whitespaces) : ""
-        return Mapping(start: start, end: end, permissions: String(fields[1]), path: path)
+        return Mapping(start: start, end: end, permissions: String(fields[1]), path: path,
+                       offset: UInt(fields[2], radix: 16) ?? 0, inode: UInt(fields[4]) ?? 0)
     }
 
     /// The mappings `release()` may give back: the clean copies of files.
@@ -157,11 +195,13 @@ public struct ResidentPages: Sendable {
     /// again (the battery sample a minute later): on a machine that reclaims cold page cache (DAMON's `pageout`
     /// here, memory pressure on a Pi) those pages have left the cache, and touching them one by one is a read from
     /// the disk each, the thread asleep each time. Here all their reads are started at once (`MADV_WILLNEED`), then
-    /// the thread waits once, for the read started last (`MADV_POPULATE_READ` of that one page), by which time the
-    /// others are mostly done. Nothing else is mapped: the work maps what it touches (with the kernel's
-    /// fault-around), so the next recording is what it used, not what was read back (mapping the whole set made it
-    /// creep by a megabyte or two each minute). Does nothing when nothing is recorded; each recording is read back
-    /// once. Returns the kB it asked for.
+    /// the thread waits for all of them in one pass over the files, into /dev/null (`sendfile`: no copy, and it
+    /// sleeps only on a page whose read is still in flight — once, mostly, since they were all started together).
+    /// Nothing is mapped: the work maps what it touches (with the kernel's fault-around), so the next recording is
+    /// what it used, not what was read back (mapping the whole set made it creep by a megabyte or two each minute).
+    /// Waiting only for the read started last (an earlier version) left the thread to sleep on the others one by
+    /// one as the work touched them: up to a dozen times a sample (docs/performance.md). Does nothing when nothing
+    /// is recorded; each recording is read back once. Returns the kB it asked for.
     @discardableResult
     public func warm() -> Int {
         let runs = recorded.runs.withLock { runs in
@@ -171,16 +211,29 @@ public struct ResidentPages: Sendable {
         for run in runs {
             _ = madvise(UnsafeMutableRawPointer(bitPattern: run.start), run.length, MADV_WILLNEED)
         }
-        // One wait, for the read started last (EINVAL before Linux 5.14: then each page is waited for when touched).
-        if let last = runs.last {
-            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-            _ = madvise(UnsafeMutableRawPointer(bitPattern: last.start + UInt(last.length - page)), page, Self.populateRead)
-        }
+        for run in runs { waitForCache(run) }
         return runs.reduce(0) { $0 + $1.length } / 1024
     }
 
-    /// `MADV_POPULATE_READ` (linux/mman.h; Glibc's headers may not name it).
-    static let populateRead: Int32 = 22
+    /// Returns once the pages of `run` are in the page cache, without mapping them: its file's bytes are sent to
+    /// /dev/null. A run whose file is not open (not the one mapped, or unreadable) is not waited for.
+    private func waitForCache(_ run: PageRun) {
+        guard files.null >= 0,
+              let mapping = mappings.first(where: { $0.start <= run.start && run.start + UInt(run.length) <= $0.end }),
+              let fd = files.byPath[mapping.path] else { return }
+        var offset = off_t(mapping.offset + (run.start - mapping.start))
+        var left = run.length
+        while left > 0 {
+            let sent = sendfile(files.null, fd, &offset, left)
+            if sent > 0 {
+                left -= sent
+            } else if sent < 0 && errno == EINTR {
+                continue
+            } else {
+                return  // the end of the file, or an error: nothing more to wait for
+            }
+        }
+    }
 
     /// The runs of consecutive pages of `mappings` that are mapped now (`/proc/self/pagemap`'s bit 63, readable by
     /// the process itself; none when it cannot be read).
