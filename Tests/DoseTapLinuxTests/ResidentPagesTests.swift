@@ -203,6 +203,66 @@ struct ResidentPagesTests {
         #expect(pages.warm() == 0)
     }
 
+    @Test("warm() keeps mapped what was mapped when it began (its wake-up's own path); the releases after it leave that mapped")
+    func keepsTheWakePath() throws {
+        let (mapping, pageSize, done) = try mapFile(pages: 256)
+        defer { done() }
+        let pages = ResidentPages(mappings: [mapping])
+        // A sample: its work, given back at its end.
+        #expect(byte(mapping, page: 3, pageSize: pageSize) == 3)
+        #expect(byte(mapping, page: 200, pageSize: pageSize) == 200)
+        pages.release()
+        #expect(presentPages(mapping, pageSize: pageSize).isEmpty)
+        // The next one: its wake-up's path (page 100) runs before warm(), then the work.
+        #expect(byte(mapping, page: 100, pageSize: pageSize) == 100)
+        let path = presentPages(mapping, pageSize: pageSize)
+        #expect(path.contains(100) && !path.contains(3) && !path.contains(200))
+        pages.warm()
+        #expect(pages.keptKB == path.count * pageSize / 1024)
+        #expect(byte(mapping, page: 3, pageSize: pageSize) == 3)
+        #expect(byte(mapping, page: 200, pageSize: pageSize) == 200)
+        pages.release()
+        // The path stays mapped, the rest goes (and is what the next warm() reads back).
+        #expect(presentPages(mapping, pageSize: pageSize) == path)
+        #expect(pages.recordedKB > 0)
+        // Again, with nothing touched before warm() but the path, still mapped: the same kept, the same left.
+        pages.warm()
+        #expect(pages.keptKB == path.count * pageSize / 1024)
+        #expect(byte(mapping, page: 3, pageSize: pageSize) == 3)
+        pages.release()
+        #expect(presentPages(mapping, pageSize: pageSize) == path)
+    }
+
+    @Test("more mapped than keptLimitKB when warm() begins (other work since the last release): nothing kept, all given back")
+    func keepsNothingAboveTheLimit() throws {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let count = ResidentPages.keptLimitKB * 1024 / pageSize + 64
+        let (mapping, _, done) = try mapFile(pages: count)
+        defer { done() }
+        let pages = ResidentPages(mappings: [mapping])
+        var sum = 0
+        for page in 0..<count { sum &+= Int(byte(mapping, page: page, pageSize: pageSize)) }
+        #expect(sum > 0)
+        pages.warm()
+        #expect(pages.keptKB == 0)
+        pages.release()
+        #expect(presentPages(mapping, pageSize: pageSize).isEmpty)
+    }
+
+    @Test("runs without holes: cut, split, removed, left whole; in address order whatever the order given")
+    func subtracting() {
+        func runs(_ pairs: [(UInt, Int)]) -> [ResidentPages.PageRun] { pairs.map { .init(start: $0.0, length: $0.1) } }
+        let run = runs([(0x1000, 0x8000)])  // 0x1000..<0x9000
+        #expect(ResidentPages.subtracting([], from: run) == run)
+        #expect(ResidentPages.subtracting(runs([(0x3000, 0x1000)]), from: run) == runs([(0x1000, 0x2000), (0x4000, 0x5000)]))
+        #expect(ResidentPages.subtracting(runs([(0x0, 0x2000), (0x8000, 0x4000)]), from: run) == runs([(0x2000, 0x6000)]))
+        #expect(ResidentPages.subtracting(runs([(0x1000, 0x8000)]), from: run).isEmpty)
+        #expect(ResidentPages.subtracting(runs([(0x0, 0x10000)]), from: run).isEmpty)
+        #expect(ResidentPages.subtracting(runs([(0x9000, 0x1000)]), from: run) == run)
+        #expect(ResidentPages.subtracting(runs([(0x6000, 0x1000), (0x2000, 0x1000)]), from: runs([(0x20000, 0x1000), (0x1000, 0x8000)]))
+                == runs([(0x1000, 0x1000), (0x3000, 0x3000), (0x7000, 0x2000), (0x20000, 0x1000)]))
+    }
+
     @Test("a working set above the limit (start-up's) is not recorded, and warm() then does nothing")
     func largeSetNotRecorded() throws {
         let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))

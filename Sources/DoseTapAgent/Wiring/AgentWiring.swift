@@ -141,8 +141,9 @@ final class AgentWiring: Sendable {
                 }
             },
             beforeSample: {
-                guard let kb = pages?.warm(), kb > 0 else { return }
-                logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)"])
+                guard let pages else { return }
+                let kb = pages.warm()
+                logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)", "keptKB": "\(pages.keptKB)"])
             })
         let scheduler = DoseScheduler(repository: doseRepository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
                                       databaseChanges: watcher?.changes(), events: events)

@@ -66,6 +66,14 @@ public struct ResidentPages: Sendable {
     private let recorded = WorkingSet()
     /// The mapped files, open, for `warm()` to wait on their pages without mapping them.
     private let files: Files
+    /// The pages mapped when `warm()` last began (the path of the wake-up that called it), which `release()` leaves
+    /// mapped: see `warm()`.
+    private let kept = WorkingSet()
+    /// The most `warm()` keeps mapped. Between a battery sample's release and the next sample about 6 MB are
+    /// mapped: the path of the wake-up, and the sample's own work that ran on the other threads after the loop's
+    /// release (the next sample runs it again). More means other work since the last release (adverts, the
+    /// dashboard), and then nothing is kept.
+    public static let keptLimitKB = 8192
     /// The largest working set `release()` records: more (start-up: 30 MB) is not read back at once;
     /// a battery sample maps 13–16 MB.
     public static let workingSetLimitKB = 24_576
@@ -130,6 +138,11 @@ public struct ResidentPages: Sendable {
         recorded.runs.withLock { $0.reduce(0) { $0 + $1.length } } / 1024
     }
 
+    /// What `release()` leaves mapped, in kB.
+    public var keptKB: Int {
+        kept.runs.withLock { $0.reduce(0) { $0 + $1.length } } / 1024
+    }
+
     /// Parses `/proc/PID/smaps` (or `/proc/PID/maps`: then sizes are nil). Lines it does not understand are
     /// skipped; a truncated text gives the mappings it holds.
     public static func parse(smaps text: String) -> [Mapping] {
@@ -173,22 +186,44 @@ public struct ResidentPages: Sendable {
     ///
     /// First it records which of their pages were mapped (`/proc/self/pagemap`: the pages the work since the last
     /// release used, with the kernel's fault-around neighbours), unless they are more than `workingSetLimitKB`.
+    /// The pages `warm()` keeps are left mapped (and not recorded).
     @discardableResult
     public func release() -> Released {
         let now = Set(Self.parse(smaps: Self.read("/proc/self/maps")).map(Key.init))
         var released = Released(mappings: 0, failed: 0)
         let current = mappings.filter { now.contains(Key($0)) }
-        let runs = Self.presentRuns(of: current)
+        let keep = kept.runs.withLock { $0 }
+        let runs = Self.subtracting(keep, from: Self.presentRuns(of: current))
         let kb = runs.reduce(0) { $0 + $1.length } / 1024
         recorded.runs.withLock { $0 = kb <= Self.workingSetLimitKB ? runs : [] }
         for mapping in current {
-            if madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), Int(mapping.end - mapping.start), MADV_DONTNEED) == 0 {
+            let whole = PageRun(start: mapping.start, length: Int(mapping.end - mapping.start))
+            let parts = Self.subtracting(keep, from: [whole])
+            if parts.allSatisfy({ madvise(UnsafeMutableRawPointer(bitPattern: $0.start), $0.length, MADV_DONTNEED) == 0 }) {
                 released.mappings += 1
             } else {
                 released.failed += 1
             }
         }
         return released
+    }
+
+    /// `runs` without the addresses of `holes` (each list in any order; the result in address order).
+    public static func subtracting(_ holes: [PageRun], from runs: [PageRun]) -> [PageRun] {
+        guard !holes.isEmpty else { return runs }
+        let holes = holes.sorted { $0.start < $1.start }
+        var out: [PageRun] = []
+        for run in runs.sorted(by: { $0.start < $1.start }) {
+            var start = run.start
+            let end = run.start + UInt(run.length)
+            for hole in holes where hole.start < end && hole.start + UInt(hole.length) > start {
+                if hole.start > start { out.append(PageRun(start: start, length: Int(hole.start - start))) }
+                start = max(start, hole.start + UInt(hole.length))
+                if start >= end { break }
+            }
+            if start < end { out.append(PageRun(start: start, length: Int(end - start))) }
+        }
+        return out
     }
 
     /// Reads back, in one go, the pages the last release gave back, for work that is about to use the same pages
@@ -202,8 +237,16 @@ public struct ResidentPages: Sendable {
     /// Waiting only for the read started last (an earlier version) left the thread to sleep on the others one by
     /// one as the work touched them: up to a dozen times a sample (docs/performance.md). Does nothing when nothing
     /// is recorded; each recording is read back once. Returns the kB it asked for.
+    ///
+    /// The pages mapped when it begins — since the last release, that is the path of the wake-up that called it
+    /// (the event loop, the timer, the call itself), which ran before anything could be read back — are kept
+    /// mapped by the releases that follow, unless there are more than `keptLimitKB`: a page mapped is never paged
+    /// out as a cold one, so the next wake-up finds its path in memory instead of sleeping on it page by page.
     @discardableResult
     public func warm() -> Int {
+        let awake = Self.presentRuns(of: mappings)
+        let awakeKB = awake.reduce(0) { $0 + $1.length } / 1024
+        kept.runs.withLock { $0 = awakeKB <= Self.keptLimitKB ? awake : [] }
         let runs = recorded.runs.withLock { runs in
             defer { runs = [] }
             return runs
@@ -211,7 +254,9 @@ public struct ResidentPages: Sendable {
         for run in runs {
             _ = madvise(UnsafeMutableRawPointer(bitPattern: run.start), run.length, MADV_WILLNEED)
         }
-        for run in runs { waitForCache(run) }
+        // The last started first: the reads complete about in the order they were started, so one sleep on the
+        // last one mostly finds every other done (in address order it was one sleep per batch the disk completed).
+        for run in runs.reversed() { waitForCache(run) }
         return runs.reduce(0) { $0 + $1.length } / 1024
     }
 
