@@ -74,9 +74,10 @@ public struct ResidentPages: Sendable {
     /// release (the next sample runs it again). More means other work since the last release (adverts, the
     /// dashboard), and then nothing is kept.
     public static let keptLimitKB = 8192
-    /// The largest working set `release()` records: more (start-up: 30 MB) is not read back at once;
-    /// a battery sample maps 13–16 MB.
-    public static let workingSetLimitKB = 24_576
+    /// The largest working set `release()` records (a battery sample maps 13–16 MB, start-up 30 MB): more is not
+    /// read back at once. It reads into the page cache and maps nothing, so start-up's set is read back too: the
+    /// first sample a minute after start otherwise ran cold.
+    public static let workingSetLimitKB = 49_152
 
     private final class WorkingSet: Sendable {
         let runs = Mutex<[PageRun]>([])
