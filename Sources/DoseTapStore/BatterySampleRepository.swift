@@ -13,9 +13,10 @@ public struct BatterySampleRepository: BatteryHistoryStore {
     }
 
     /// Appends a sample and drops the ones older than the retention, in one transaction (its `fsync` deferred:
-    /// `CommitDurability.deferred`).
+    /// `CommitDurability.deferred`). It wakes none of the agent's planners (`wakesPlanners: false`): the monitor
+    /// publishes the reading on the event bus.
     public func append(_ sample: BatterySample) throws {
-        try database.write(durability: .deferred) { db in
+        try database.write(durability: .deferred, wakesPlanners: false) { db in
             try db.execute(
                 sql: """
                     INSERT INTO battery_sample (at, level, energy_wh, energy_full_wh, rate_w, on_ac, status)
@@ -37,9 +38,10 @@ public struct BatterySampleRepository: BatteryHistoryStore {
         }
     }
 
-    /// A battery level of another power source (a button: "button:<name>"), for the low-battery alerts.
+    /// A battery level of another power source (a button: "button:<name>"), for the low-battery alerts. Like
+    /// `append`, it wakes no planner (the button pipeline publishes `buttonBattery`).
     public func appendLevel(source: String, level: Double, at: Date) throws {
-        try database.write(durability: .deferred) { db in
+        try database.write(durability: .deferred, wakesPlanners: false) { db in
             try db.execute(sql: "INSERT INTO battery_sample (at, level, on_ac, status, source) VALUES (?, ?, 0, 'discharging', ?)",
                            arguments: [at.timeIntervalSince1970, level, source])
             try db.execute(sql: "DELETE FROM battery_sample WHERE at < ?", arguments: [at.addingTimeInterval(-retention).timeIntervalSince1970])

@@ -105,6 +105,24 @@ struct AlertServiceTests {
         #expect(w.delivered.list.last == "critical: BAT0 battery critical: 10% left")
     }
 
+    /// The settings are kept between readings (`MarkedRead`, #29): kept over the agent's own battery sample, read
+    /// again after the command line changed them.
+    @Test("thresholds the command line lowered between two readings count at the second; the agent's battery sample in between changes nothing")
+    func settingsOfAnotherProcess() async throws {
+        let dir = freshDataFolder("dosetap-alert-svc")
+        let database = try DoseTapDatabase(directory: dir)
+        let delivered = Delivered()
+        let service = AlertService(database: database, events: EventBus(), clock: clock, logger: Logger(label: "t")) { level, message in
+            delivered.all.withLock { $0.append("\(level.rawValue): \(message)") }
+        }
+        await service.observe([AlertSourceReading(name: "BAT0", kind: .system, usage: 60)])
+        #expect(delivered.list.isEmpty)
+        try BatterySampleRepository(database: database).append(BatterySample(at: clock.now(), level: 40, onAC: false, status: .discharging))
+        _ = try AlertUseCases(store: DataStore(directory: dir), clock: clock, supplies: { [] }).setThresholds(warning: 50, critical: nil)
+        await service.observe([AlertSourceReading(name: "BAT0", kind: .system, usage: 61)])
+        #expect(delivered.list == ["warning: BAT0 battery low: 39% left"])
+    }
+
     @Test("a battery that reports no level: unreadable after 3 readings (once), alerting again once it reads")
     func unreadable() async throws {
         let w = try world()

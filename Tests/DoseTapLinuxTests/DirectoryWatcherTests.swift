@@ -1,5 +1,6 @@
 import DoseTapLinux
 import Foundation
+import Synchronization
 import Testing
 
 /// One inotify watch, many followers: the scheduler and the button service both see a write the command
@@ -55,6 +56,38 @@ struct DirectoryWatcherTests {
         try Data("{}".utf8).write(to: dir.appendingPathComponent("wake-status.json"))
         #expect(watcher.generation() == settled)
         var iterator = follower.makeAsyncIterator()
+        #expect(await iterator.next() != nil)
+    }
+
+    @Test("a burst the filter declines is counted but signals no subscriber; the filter is asked with its names, ignored files left out")
+    func declinedBurst() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let asked = Mutex<[Set<String>]>([])
+        var declining: DirectoryWatcher? = try DirectoryWatcher(directory: dir.path, signalling: { names in
+            asked.withLock { $0.append(names) }
+            return false
+        })
+        let declined = declining!.changes()
+        let before = declining!.generation()
+        try Data("x".utf8).write(to: dir.appendingPathComponent("dosetap.sqlite-wal"))
+        try Data("{}".utf8).write(to: dir.appendingPathComponent("wake-status.json"))
+        // Read now (whether the loop or this call read the events, they were decided before it returned).
+        #expect(declining!.generation() > before)
+        #expect(asked.withLock { $0.reduce(into: Set<String>()) { $0.formUnion($1) } } == ["dosetap.sqlite-wal"])
+        // With the watcher gone the stream ends: nothing was pending.
+        declining = nil
+        var heard = 0
+        for await _ in declined { heard += 1 }
+        #expect(heard == 0)
+
+        // The same burst, accepted: signalled.
+        let accepting = try DirectoryWatcher(directory: dir.path, signalling: { _ in true })
+        let accepted = accepting.changes()
+        try Data("y".utf8).write(to: dir.appendingPathComponent("dosetap.sqlite-wal"))
+        _ = accepting.generation()
+        var iterator = accepted.makeAsyncIterator()
         #expect(await iterator.next() != nil)
     }
 

@@ -125,6 +125,100 @@ struct StoreTests {
         #expect(second.last.map { $0.mask & UInt32(IN_CLOSE_WRITE) != 0 && $0.name == "dosetap.sqlite-wal" } == true, "\(second)")
     }
 
+    /// The agent's own battery sample must not wake its planners (six of them re-read the database after every
+    /// sample, #29); everything else that may change a plan must.
+    @Test("the change mark moves with every write but a battery sample's, and with every commit of another connection")
+    func changeMark() throws {
+        let dir = try temporaryDirectory()
+        let db = try DoseTapDatabase(directory: dir)
+        let samples = BatterySampleRepository(database: db)
+        let start = try #require(db.changeMark())
+        #expect(db.changeMark() == start)
+        try samples.append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
+        try samples.appendLevel(source: "button:bedside", level: 80, at: t0)
+        #expect(db.changeMark() == start)
+        try db.write { db in try db.execute(sql: "DELETE FROM reminder_fired") }
+        let afterWrite = try #require(db.changeMark())
+        #expect(afterWrite != start)
+        _ = try db.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE; DELETE FROM reminder_fired; COMMIT") }
+        let afterOwnTransaction = try #require(db.changeMark())
+        #expect(afterOwnTransaction != afterWrite)
+        // Another connection (the command line): even its battery sample is a change here.
+        try BatterySampleRepository(database: try DoseTapDatabase(directory: dir))
+            .append(BatterySample(at: t0.addingTimeInterval(60), level: 49, onAC: false, status: .discharging))
+        #expect(db.changeMark() != afterOwnTransaction)
+        // A database opened for reading has no mark: whoever asks takes every burst as a change.
+        #expect(try #require(try DoseTapDatabase.openForReading(directory: dir)).changeMark() == nil)
+    }
+
+    @Test("the gate declines a burst of the database's files after the agent's own battery sample, and no other")
+    func changeGate() throws {
+        let dir = try temporaryDirectory()
+        let db = try DoseTapDatabase(directory: dir)
+        let samples = BatterySampleRepository(database: db)
+        let gate = DatabaseChangeGate(database: db)
+        let wal: Set<String> = ["dosetap.sqlite-wal"]
+        // Made before the planners first plan: a sample after that wakes none of them, whichever files it touched.
+        try samples.append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
+        #expect(!gate.wakes(changed: wal))
+        try samples.append(BatterySample(at: t0.addingTimeInterval(60), level: 49, onAC: false, status: .discharging))
+        #expect(!gate.wakes(changed: ["dosetap.sqlite-wal", "dosetap.sqlite-shm", "dosetap.sqlite"]))
+        // Another file of the folder, or an event without a name (an overflow): always.
+        #expect(gate.wakes(changed: ["dosetap.sqlite-wal", "web-secret"]))
+        #expect(gate.wakes(changed: [""]))
+        // A write of the agent that may change a plan: once, then nothing new.
+        try db.write { db in try db.execute(sql: "DELETE FROM reminder_fired") }
+        #expect(gate.wakes(changed: wal))
+        #expect(!gate.wakes(changed: wal))
+        // The command line's commit.
+        try BatterySampleRepository(database: try DoseTapDatabase(directory: dir))
+            .append(BatterySample(at: t0.addingTimeInterval(120), level: 48, onAC: false, status: .discharging))
+        #expect(gate.wakes(changed: wal))
+        #expect(!gate.wakes(changed: wal))
+        // No mark (a database opened for reading): every burst wakes.
+        let unmarked = DatabaseChangeGate(database: try #require(try DoseTapDatabase.openForReading(directory: dir)))
+        #expect(unmarked.wakes(changed: wal))
+        #expect(unmarked.wakes(changed: wal))
+    }
+
+    @Test("a marked read is kept across the agent's battery samples and read again after any other commit")
+    func markedRead() throws {
+        let dir = try temporaryDirectory()
+        let db = try DoseTapDatabase(directory: dir)
+        let samples = BatterySampleRepository(database: db)
+        let alarms = MarkedRead<Int>(database: db)
+        var reads = 0
+        func count() throws -> Int {
+            try alarms.value {
+                reads += 1
+                return try db.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM alarm") ?? -1 }
+            }
+        }
+        #expect(try count() == 0 && reads == 1)
+        #expect(try count() == 0 && reads == 1)
+        try samples.append(BatterySample(at: t0, level: 50, onAC: false, status: .discharging))
+        #expect(try count() == 0 && reads == 1)
+        // This instance's write, then another connection's (the command line): each read again.
+        try db.write { db in try db.execute(sql: "INSERT INTO alarm (time, label, repetition, enabled, created_at) VALUES ('07:00', 'a', 'daily', 1, 0)") }
+        #expect(try count() == 1 && reads == 2)
+        try DoseTapDatabase(directory: dir).write { db in
+            try db.execute(sql: "INSERT INTO alarm (time, label, repetition, enabled, created_at) VALUES ('08:00', 'b', 'daily', 1, 0)")
+        }
+        #expect(try count() == 2 && reads == 3)
+        #expect(try count() == 2 && reads == 3)
+        // A read that fails keeps nothing new: the next one reads.
+        struct Refused: Error {}
+        try db.write { db in try db.execute(sql: "DELETE FROM alarm") }
+        #expect(throws: Refused.self) { _ = try alarms.value { throw Refused() } }
+        #expect(try count() == 0 && reads == 4)
+        // Without a mark (opened for reading): every call reads.
+        let reading = try #require(try DoseTapDatabase.openForReading(directory: dir))
+        let unmarked = MarkedRead<Int>(database: reading)
+        var unmarkedReads = 0
+        for _ in 0..<2 { _ = try unmarked.value { unmarkedReads += 1; return 0 } }
+        #expect(unmarkedReads == 2)
+    }
+
     @Test("openIfPresent does not create a database")
     func openIfPresent() throws {
         let dir = try temporaryDirectory()

@@ -42,11 +42,13 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
         self.play = play
     }
 
-    /// The agent's: alarms and marks from the database, nudges through the feedback notifier.
+    /// The agent's: alarms and marks from the database, nudges through the feedback notifier. The alarms are read
+    /// again only after a commit that may have changed them (`MarkedRead`): not after each battery sample.
     public convenience init(events: EventBus, database: DoseTapDatabase, clock: any WallClock, logger: Logger,
                             feedback: FeedbackNotifier) {
         let marks = AlarmRiskRepository(database: database)
-        self.init(events: events, alarms: { try AlarmRepository(database: database).load().alarms }, clock: clock,
+        let alarms = MarkedRead<[Alarm]>(database: database)
+        self.init(events: events, alarms: { try alarms.value { try AlarmRepository(database: database).load().alarms } }, clock: clock,
                   logger: logger, load: { try marks.load() }, save: { try marks.save($0) }) { step in
             await feedback.play(.batteryNudge, title: step.nudge.header, body: Self.body(step))
         }

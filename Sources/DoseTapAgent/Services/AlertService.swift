@@ -24,6 +24,14 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
     private let logger: Logger
     private let deliver: @Sendable (_ level: AlertLevel, _ message: String) async -> Void
     private let snoozeTimer = Mutex<Task<Void, Never>?>(nil)
+    /// The settings, overrides and states as last read, kept until a commit may have changed them (not after
+    /// each battery sample: `MarkedRead`).
+    private let stored: MarkedRead<Stored>
+    private struct Stored: Sendable {
+        var settings: AlertSettings
+        var overrides: [String: AlertSourceOverride]
+        var states: [String: AlertSourceState]
+    }
     private let commands: @Sendable () -> [AlertCommandSource]
     private let runner: (any CommandRunner)?
 
@@ -37,6 +45,7 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
         self.commands = commands
         self.runner = runner
         self.database = database
+        stored = MarkedRead(database: database)
         self.events = events
         self.clock = clock
         self.logger = logger
@@ -159,9 +168,10 @@ public final class AlertService: Service, Sendable, CustomStringConvertible {
         let overrides: [String: AlertSourceOverride]
         var states: [String: AlertSourceState]
         do {
-            settings = try repository.settings()
-            overrides = try repository.overrides()
-            states = try repository.states()
+            let read = try stored.value {
+                Stored(settings: try repository.settings(), overrides: try repository.overrides(), states: try repository.states())
+            }
+            (settings, overrides, states) = (read.settings, read.overrides, read.states)
         } catch {
             logger.error("cannot read the alert settings; no usage alert until they can be read", metadata: ["error": "\(error)"])
             return

@@ -72,7 +72,7 @@ final class AgentWiring: Sendable {
         let night = self.night
         battery = BatteryUseCases(source: source, history: history, powerOff: powerOff, clock: SystemClock(),
                                   night: { night.outlook(goingToSleep: $0) })
-        watcher = Self.watchDatabase(paths: paths, logger: logger)
+        watcher = Self.watchDatabase(paths: paths, database: database, logger: logger)
         Self.importConfigAlarm(configuration.current, store: store, logger: logger)
         devices = try makeFeedbackDevices(logger: logger, desktop: true, udev: udev)
         feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(), logger: logger)
@@ -141,8 +141,9 @@ final class AgentWiring: Sendable {
                 }
             },
             beforeSample: {
-                guard let kb = pages?.warm(), kb > 0 else { return }
-                logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)"])
+                guard let pages else { return }
+                let kb = pages.warm()
+                logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)", "keptKB": "\(pages.keptKB)"])
             })
         let scheduler = DoseScheduler(repository: doseRepository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
                                       databaseChanges: watcher?.changes(), events: events)
@@ -316,9 +317,12 @@ final class AgentWiring: Sendable {
                           battery: { (try? source.snapshot()).map { PowerState(raw: $0) } }, logger: logger)
     }
 
-    private static func watchDatabase(paths: DataPaths, logger: Logger) -> DirectoryWatcher? {
+    /// The data folder's watcher, whose subscribers are not woken by the agent's own battery samples
+    /// (`DatabaseChangeGate`).
+    static func watchDatabase(paths: DataPaths, database: DoseTapDatabase, logger: Logger) -> DirectoryWatcher? {
+        let gate = DatabaseChangeGate(database: database)
         do {
-            return try DirectoryWatcher(directory: paths.dataDirectory.path)
+            return try DirectoryWatcher(directory: paths.dataDirectory.path, signalling: { gate.wakes(changed: $0) })
         } catch {
             logger.error("cannot watch the database; changes made by the command line are seen within 5 minutes",
                          metadata: ["error": "\(error)"])

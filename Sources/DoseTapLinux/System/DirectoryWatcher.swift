@@ -8,7 +8,8 @@ import Glibc
 /// to the database without polling. Events are coalesced: one signal per burst. One inotify descriptor
 /// serves every subscriber: each `changes()` is a stream of its own (the scheduler and the button service
 /// both follow the database, through one watch). The descriptor is read on the agent's event loop
-/// (`EpollLoop`), where its handler runs.
+/// (`EpollLoop`), where its handler runs. Each burst is counted (`generation()`); its subscribers are signalled
+/// unless `signalling` declines it (the agent's own battery sample: `DatabaseChangeGate`).
 public final class DirectoryWatcher: @unchecked Sendable {
     private let fd: Int32
     private let loop: EpollLoop
@@ -22,7 +23,11 @@ public final class DirectoryWatcher: @unchecked Sendable {
     /// (`wake-status.json`, `household-status.json`), which the command line reads and nobody plans on.
     public static let ignoredNames: Set<String> = ["wake-status.json", "household-status.json"]
 
-    public init(directory: String, ignoring ignored: Set<String> = DirectoryWatcher.ignoredNames, loop: EpollLoop = .shared) throws {
+    /// - Parameter signalling: asked for each burst of relevant events, with the names they name ("" for an event
+    ///   without a name, an overflow), whether to signal the subscribers; asked while the burst is read, so when
+    ///   `generation()` returns, what it read has been signalled or declined. The default signals every burst.
+    public init(directory: String, ignoring ignored: Set<String> = DirectoryWatcher.ignoredNames, loop: EpollLoop = .shared,
+                signalling: @escaping @Sendable (_ names: Set<String>) -> Bool = { _ in true }) throws {
         self.loop = loop
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw SystemCallError(description: "inotify: \(String(cString: strerror(errno)))") }
@@ -32,7 +37,7 @@ public final class DirectoryWatcher: @unchecked Sendable {
             close(fd)
             throw SystemCallError(description: "cannot watch \(directory): \(reason)")
         }
-        let reader = Reader(fd: fd, ignored: ignored, subscribers: subscribers)
+        let reader = Reader(fd: fd, ignored: ignored, subscribers: subscribers, signalling: signalling)
         self.reader = reader
         do {
             watch = try loop.watch(fd: fd) { _ in reader.drain() }
@@ -43,38 +48,42 @@ public final class DirectoryWatcher: @unchecked Sendable {
     }
 
     /// Reads the descriptor: on the loop when it is readable, and from `generation()` on any thread. The lock
-    /// makes a reader wait for one already reading, so an event read by the other is counted when it returns.
+    /// makes a reader wait for one already reading, so an event read by the other is counted (and signalled or
+    /// declined) when it returns.
     private final class Reader: Sendable {
         let fd: Int32
         let ignored: Set<String>
         let subscribers: Subscribers
+        let signalling: @Sendable (Set<String>) -> Bool
         /// Relevant bursts so far.
         let count = Mutex(0)
 
-        init(fd: Int32, ignored: Set<String>, subscribers: Subscribers) {
+        init(fd: Int32, ignored: Set<String>, subscribers: Subscribers, signalling: @escaping @Sendable (Set<String>) -> Bool) {
             self.fd = fd
             self.ignored = ignored
             self.subscribers = subscribers
+            self.signalling = signalling
         }
 
-        /// Reads every queued event; a relevant one counts and signals every subscriber. Returns the count.
+        /// Reads every queued event; a burst with a relevant one counts and, unless `signalling` declines it,
+        /// signals every subscriber. Returns the count.
         @discardableResult
         func drain() -> Int {
-            let (relevant, value) = count.withLock { count -> (Bool, Int) in
+            count.withLock { count -> Int in
                 var buffer = [UInt8](repeating: 0, count: 4096)
-                var relevant = false
+                var names: Set<String> = []
                 while true {
                     let n = read(fd, &buffer, buffer.count)
                     guard n > 0 else { break }
-                    if !relevant { relevant = DirectoryWatcher.containsRelevant(buffer[0..<n], ignoring: ignored) }
+                    names.formUnion(DirectoryWatcher.relevantNames(buffer[0..<n], ignoring: ignored))
                 }
-                if relevant { count += 1 }
-                return (relevant, count)
+                guard !names.isEmpty else { return count }
+                count += 1
+                if signalling(names) {
+                    for continuation in subscribers.state.withLock({ Array($0.all.values) }) { continuation.yield() }
+                }
+                return count
             }
-            if relevant {
-                for continuation in subscribers.state.withLock({ Array($0.all.values) }) { continuation.yield() }
-            }
-            return value
         }
     }
 
@@ -116,19 +125,21 @@ public final class DirectoryWatcher: @unchecked Sendable {
         for continuation in all { continuation.finish() }
     }
 
-    /// Whether a buffer of `inotify_event`s names a file that is not ignored (an overflow or an event with no
-    /// name counts as relevant).
-    static func containsRelevant(_ bytes: ArraySlice<UInt8>, ignoring ignored: Set<String>) -> Bool {
+    /// The names of the files not ignored that a buffer of `inotify_event`s names ("" for an overflow, an event
+    /// with no name, or a truncated event: relevant, and no file's name).
+    static func relevantNames(_ bytes: ArraySlice<UInt8>, ignoring ignored: Set<String>) -> Set<String> {
         let header = MemoryLayout<inotify_event>.size
+        var names: Set<String> = []
         var offset = bytes.startIndex
         while offset + header <= bytes.endIndex {
             let length = Int(bytes[(offset + 12)..<(offset + 16)].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
             let end = min(bytes.endIndex, offset + header + length)
             let name = String(decoding: bytes[(offset + header)..<end].prefix { $0 != 0 }, as: UTF8.self)
-            if name.isEmpty || !ignored.contains(name) { return true }
+            if name.isEmpty || !ignored.contains(name) { names.insert(name) }
             offset = end
         }
-        return offset < bytes.endIndex
+        if offset < bytes.endIndex { names.insert("") }
+        return names
     }
 }
 

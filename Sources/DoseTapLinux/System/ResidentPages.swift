@@ -28,14 +28,20 @@ public struct ResidentPages: Sendable {
         /// Resident and anonymous (copied-on-write) kB of the mapping; nil when smaps did not say.
         public var residentKB: Int?
         public var anonymousKB: Int?
+        /// Where in the file the mapping starts, and the file's inode (0 when not known).
+        public var offset: UInt
+        public var inode: UInt
 
-        public init(start: UInt, end: UInt, permissions: String, path: String, residentKB: Int? = nil, anonymousKB: Int? = nil) {
+        public init(start: UInt, end: UInt, permissions: String, path: String, residentKB: Int? = nil, anonymousKB: Int? = nil,
+                    offset: UInt = 0, inode: UInt = 0) {
             self.start = start
             self.end = end
             self.permissions = permissions
             self.path = path
             self.residentKB = residentKB
             self.anonymousKB = anonymousKB
+            self.offset = offset
+            self.inode = inode
         }
 
         /// Private, readable, not writable, from a file, and not changed by this process: its pages can be read
@@ -58,9 +64,20 @@ public struct ResidentPages: Sendable {
     public let mappings: [Mapping]
     /// The pages the last release gave back, to be read again in one go by `warm()` (shared by copies).
     private let recorded = WorkingSet()
-    /// The largest working set `release()` records: more (start-up: 30 MB) is not read back at once;
-    /// a battery sample maps 13–16 MB.
-    public static let workingSetLimitKB = 24_576
+    /// The mapped files, open, for `warm()` to wait on their pages without mapping them.
+    private let files: Files
+    /// The pages mapped when `warm()` last began (the path of the wake-up that called it), which `release()` leaves
+    /// mapped: see `warm()`.
+    private let kept = WorkingSet()
+    /// The most `warm()` keeps mapped. Between a battery sample's release and the next sample about 6 MB are
+    /// mapped: the path of the wake-up, and the sample's own work that ran on the other threads after the loop's
+    /// release (the next sample runs it again). More means other work since the last release (adverts, the
+    /// dashboard), and then nothing is kept.
+    public static let keptLimitKB = 8192
+    /// The largest working set `release()` records (a battery sample maps 13–16 MB, start-up 30 MB): more is not
+    /// read back at once. It reads into the page cache and maps nothing, so start-up's set is read back too: the
+    /// first sample a minute after start otherwise ran cold.
+    public static let workingSetLimitKB = 49_152
 
     private final class WorkingSet: Sendable {
         let runs = Mutex<[PageRun]>([])
@@ -86,11 +103,45 @@ public struct ResidentPages: Sendable {
 
     public init(mappings: [Mapping]) {
         self.mappings = mappings
+        files = Files(mappings)
+    }
+
+    /// Each mapped file open for reading (only where its inode is the one mapped: a file replaced since, by an
+    /// upgrade, is not the one in memory), and /dev/null. Closed with the last copy.
+    private final class Files: Sendable {
+        let byPath: [String: Int32]
+        let null: Int32
+
+        init(_ mappings: [Mapping]) {
+            var byPath: [String: Int32] = [:]
+            for mapping in mappings where mapping.inode != 0 && byPath[mapping.path] == nil {
+                let fd = open(mapping.path, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { continue }
+                var info = stat()
+                if fstat(fd, &info) == 0, UInt(info.st_ino) == mapping.inode {
+                    byPath[mapping.path] = fd
+                } else {
+                    close(fd)
+                }
+            }
+            self.byPath = byPath
+            null = byPath.isEmpty ? -1 : open("/dev/null", O_WRONLY | O_CLOEXEC)
+        }
+
+        deinit {
+            for fd in byPath.values { close(fd) }
+            if null >= 0 { close(null) }
+        }
     }
 
     /// What `release()` recorded and `warm()` has not yet read back, in kB.
     public var recordedKB: Int {
         recorded.runs.withLock { $0.reduce(0) { $0 + $1.length } } / 1024
+    }
+
+    /// What `release()` leaves mapped, in kB.
+    public var keptKB: Int {
+        kept.runs.withLock { $0.reduce(0) { $0 + $1.length } } / 1024
     }
 
     /// Parses `/proc/PID/smaps` (or `/proc/PID/maps`: then sizes are nil). Lines it does not understand are
@@ -120,7 +171,8 @@ public struct ResidentPages: Sendable {
               start < end, fields[1].count == 4, UInt(fields[2], radix: 16) != nil, fields[3].contains(":"), UInt(fields[4]) != nil
         else { return nil }
         let path = fields.count == 6 ? String(fields[5]).trimmingCharacters(in: .whitespaces) : ""
-        return Mapping(start: start, end: end, permissions: String(fields[1]), path: path)
+        return Mapping(start: start, end: end, permissions: String(fields[1]), path: path,
+                       offset: UInt(fields[2], radix: 16) ?? 0, inode: UInt(fields[4]) ?? 0)
     }
 
     /// The mappings `release()` may give back: the clean copies of files.
@@ -135,16 +187,20 @@ public struct ResidentPages: Sendable {
     ///
     /// First it records which of their pages were mapped (`/proc/self/pagemap`: the pages the work since the last
     /// release used, with the kernel's fault-around neighbours), unless they are more than `workingSetLimitKB`.
+    /// The pages `warm()` keeps are left mapped (and not recorded).
     @discardableResult
     public func release() -> Released {
         let now = Set(Self.parse(smaps: Self.read("/proc/self/maps")).map(Key.init))
         var released = Released(mappings: 0, failed: 0)
         let current = mappings.filter { now.contains(Key($0)) }
-        let runs = Self.presentRuns(of: current)
+        let keep = kept.runs.withLock { $0 }
+        let runs = Self.subtracting(keep, from: Self.presentRuns(of: current))
         let kb = runs.reduce(0) { $0 + $1.length } / 1024
         recorded.runs.withLock { $0 = kb <= Self.workingSetLimitKB ? runs : [] }
         for mapping in current {
-            if madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), Int(mapping.end - mapping.start), MADV_DONTNEED) == 0 {
+            let whole = PageRun(start: mapping.start, length: Int(mapping.end - mapping.start))
+            let parts = Self.subtracting(keep, from: [whole])
+            if parts.allSatisfy({ madvise(UnsafeMutableRawPointer(bitPattern: $0.start), $0.length, MADV_DONTNEED) == 0 }) {
                 released.mappings += 1
             } else {
                 released.failed += 1
@@ -153,17 +209,45 @@ public struct ResidentPages: Sendable {
         return released
     }
 
+    /// `runs` without the addresses of `holes` (each list in any order; the result in address order).
+    public static func subtracting(_ holes: [PageRun], from runs: [PageRun]) -> [PageRun] {
+        guard !holes.isEmpty else { return runs }
+        let holes = holes.sorted { $0.start < $1.start }
+        var out: [PageRun] = []
+        for run in runs.sorted(by: { $0.start < $1.start }) {
+            var start = run.start
+            let end = run.start + UInt(run.length)
+            for hole in holes where hole.start < end && hole.start + UInt(hole.length) > start {
+                if hole.start > start { out.append(PageRun(start: start, length: Int(hole.start - start))) }
+                start = max(start, hole.start + UInt(hole.length))
+                if start >= end { break }
+            }
+            if start < end { out.append(PageRun(start: start, length: Int(end - start))) }
+        }
+        return out
+    }
+
     /// Reads back, in one go, the pages the last release gave back, for work that is about to use the same pages
     /// again (the battery sample a minute later): on a machine that reclaims cold page cache (DAMON's `pageout`
     /// here, memory pressure on a Pi) those pages have left the cache, and touching them one by one is a read from
     /// the disk each, the thread asleep each time. Here all their reads are started at once (`MADV_WILLNEED`), then
-    /// the thread waits once, for the read started last (`MADV_POPULATE_READ` of that one page), by which time the
-    /// others are mostly done. Nothing else is mapped: the work maps what it touches (with the kernel's
-    /// fault-around), so the next recording is what it used, not what was read back (mapping the whole set made it
-    /// creep by a megabyte or two each minute). Does nothing when nothing is recorded; each recording is read back
-    /// once. Returns the kB it asked for.
+    /// the thread waits for all of them in one pass over the files, into /dev/null (`sendfile`: no copy, and it
+    /// sleeps only on a page whose read is still in flight — once, mostly, since they were all started together).
+    /// Nothing is mapped: the work maps what it touches (with the kernel's fault-around), so the next recording is
+    /// what it used, not what was read back (mapping the whole set made it creep by a megabyte or two each minute).
+    /// Waiting only for the read started last (an earlier version) left the thread to sleep on the others one by
+    /// one as the work touched them: up to a dozen times a sample (docs/performance.md). Does nothing when nothing
+    /// is recorded; each recording is read back once. Returns the kB it asked for.
+    ///
+    /// The pages mapped when it begins — since the last release, that is the path of the wake-up that called it
+    /// (the event loop, the timer, the call itself), which ran before anything could be read back — are kept
+    /// mapped by the releases that follow, unless there are more than `keptLimitKB`: a page mapped is never paged
+    /// out as a cold one, so the next wake-up finds its path in memory instead of sleeping on it page by page.
     @discardableResult
     public func warm() -> Int {
+        let awake = Self.presentRuns(of: mappings)
+        let awakeKB = awake.reduce(0) { $0 + $1.length } / 1024
+        kept.runs.withLock { $0 = awakeKB <= Self.keptLimitKB ? awake : [] }
         let runs = recorded.runs.withLock { runs in
             defer { runs = [] }
             return runs
@@ -171,16 +255,31 @@ public struct ResidentPages: Sendable {
         for run in runs {
             _ = madvise(UnsafeMutableRawPointer(bitPattern: run.start), run.length, MADV_WILLNEED)
         }
-        // One wait, for the read started last (EINVAL before Linux 5.14: then each page is waited for when touched).
-        if let last = runs.last {
-            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-            _ = madvise(UnsafeMutableRawPointer(bitPattern: last.start + UInt(last.length - page)), page, Self.populateRead)
-        }
+        // The last started first: the reads complete about in the order they were started, so one sleep on the
+        // last one mostly finds every other done (in address order it was one sleep per batch the disk completed).
+        for run in runs.reversed() { waitForCache(run) }
         return runs.reduce(0) { $0 + $1.length } / 1024
     }
 
-    /// `MADV_POPULATE_READ` (linux/mman.h; Glibc's headers may not name it).
-    static let populateRead: Int32 = 22
+    /// Returns once the pages of `run` are in the page cache, without mapping them: its file's bytes are sent to
+    /// /dev/null. A run whose file is not open (not the one mapped, or unreadable) is not waited for.
+    private func waitForCache(_ run: PageRun) {
+        guard files.null >= 0,
+              let mapping = mappings.first(where: { $0.start <= run.start && run.start + UInt(run.length) <= $0.end }),
+              let fd = files.byPath[mapping.path] else { return }
+        var offset = off_t(mapping.offset + (run.start - mapping.start))
+        var left = run.length
+        while left > 0 {
+            let sent = sendfile(files.null, fd, &offset, left)
+            if sent > 0 {
+                left -= sent
+            } else if sent < 0 && errno == EINTR {
+                continue
+            } else {
+                return  // the end of the file, or an error: nothing more to wait for
+            }
+        }
+    }
 
     /// The runs of consecutive pages of `mappings` that are mapped now (`/proc/self/pagemap`'s bit 63, readable by
     /// the process itself; none when it cannot be read).

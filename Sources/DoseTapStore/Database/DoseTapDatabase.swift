@@ -23,6 +23,9 @@ public final class DoseTapDatabase: Sendable {
     /// Writes made through this instance, counted after each one ends (with `PRAGMA data_version`, which
     /// counts other connections' commits, it tells whether a cached read is still current).
     let localWrites = Atomic<Int>(0)
+    /// Writes made through this instance that may change what the agent plans (all but `wakesPlanners: false`),
+    /// counted before each one's announcement (`changeMark`).
+    let plannedWrites = Atomic<Int>(0)
     /// The recent dose log as last read or written here (`DoseRepository.submit`).
     let doseLogCache = Mutex<DoseLogCache?>(nil)
     /// The monotonic clock (boot time: it counts a suspend) that `CommitDurability.deferred` measures against.
@@ -121,12 +124,14 @@ public final class DoseTapDatabase: Sendable {
 
     /// A write in one transaction; SQLite's errors become one sentence naming the file and the cause.
     /// `.immediate` (the default) is on the disk when this returns; `.deferred` may wait for a later commit (see
-    /// `CommitDurability`).
-    func write<T>(durability: CommitDurability = .immediate, _ body: (Database) throws -> T) throws -> T {
+    /// `CommitDurability`). `wakesPlanners: false` is for a commit nothing the agent plans on depends on (a battery
+    /// sample, which the monitor publishes as an event): `changeMark()` does not move for it, so the agent's own
+    /// followers of the data folder are not woken by it (`DatabaseChangeGate`); other processes still are.
+    func write<T>(durability: CommitDurability = .immediate, wakesPlanners: Bool = true, _ body: (Database) throws -> T) throws -> T {
         guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
         defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
-            defer { announceCommit() }
+            defer { committed(wakesPlanners: wakesPlanners) }
             if durability == .deferred, deferrable() {
                 return try writer.writeWithoutTransaction { db in try unsynced(db, body) }
             }
@@ -183,7 +188,7 @@ public final class DoseTapDatabase: Sendable {
         guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
         defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
         do {
-            defer { announceCommit() }
+            defer { committed(wakesPlanners: true) }
             let started = monotonic()
             let result = try writer.writeWithoutTransaction { db in
                 try restoreSyncIfUnsure(db)
@@ -205,6 +210,35 @@ public final class DoseTapDatabase: Sendable {
     private func announceCommit() {
         let fd = open(path + "-wal", O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd >= 0 { close(fd) }
+    }
+
+    /// After a write (committed or not): counted for `changeMark` first, then announced, so a follower woken by the
+    /// announcement finds the mark moved.
+    private func committed(wakesPlanners: Bool) {
+        if wakesPlanners { plannedWrites.add(1, ordering: .sequentiallyConsistent) }
+        announceCommit()
+    }
+
+    /// Tells a change the agent's planners must see from one they need not (`DatabaseChangeGate`).
+    public struct ChangeMark: Equatable, Sendable {
+        /// The writer connection's `PRAGMA data_version`: it moves with the commits of every other connection
+        /// (another process, another instance), never with its own.
+        var otherCommits: Int64
+        /// `plannedWrites`.
+        var plannedWrites: Int
+    }
+
+    /// The mark now: it moves with every commit of another connection and every write through this instance
+    /// except those with `wakesPlanners: false`. nil for an instance opened for reading, or when the writer
+    /// connection cannot answer (the caller takes that as a change). A few microseconds on the writer connection
+    /// (it waits for a write in progress); it reads nothing from the disk unless another connection committed.
+    public func changeMark() -> ChangeMark? {
+        guard !isReadOnly else { return nil }
+        let planned = plannedWrites.load(ordering: .sequentiallyConsistent)
+        guard let version = try? writer.writeWithoutTransaction({ db in try Int64.fetchOne(db, sql: "PRAGMA data_version") }) else {
+            return nil
+        }
+        return ChangeMark(otherCommits: version, plannedWrites: planned)
     }
 
     /// "wal" for a healthy database.
