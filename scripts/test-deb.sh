@@ -176,9 +176,11 @@ done
 kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
 pass "the front answers alarm list --json and status --format waybar itself while the agent runs, as the full program does"
 # ...as a static executable (#29, docs/architecture.md): no interpreter, no shared library, nothing to relocate.
-readelf -lW "$work/x/usr/bin/dosetap" | grep -q 'INTERP' && fail "the front names a dynamic loader: it must be static"
-readelf -d "$work/x/usr/bin/dosetap" 2>/dev/null | grep -q 'NEEDED' && fail "the front loads shared libraries: it must be static"
-readelf -hW "$work/x/usr/bin/dosetap" | grep -qE 'Type:[[:space:]]+EXEC' || fail "the front is position-independent: its relocations cost its start"
+# (Each reads readelf's whole answer, grep without -q: under pipefail a reader that stops early can end its writer
+# with SIGPIPE and turn a found line into a failed pipeline.)
+readelf -lW "$work/x/usr/bin/dosetap" | grep 'INTERP' >/dev/null && fail "the front names a dynamic loader: it must be static"
+readelf -d "$work/x/usr/bin/dosetap" 2>/dev/null | grep 'NEEDED' >/dev/null && fail "the front loads shared libraries: it must be static"
+readelf -hW "$work/x/usr/bin/dosetap" | grep -E 'Type:[[:space:]]+EXEC' >/dev/null || fail "the front is position-independent: its relocations cost its start"
 # The alarm heard with nothing but the Depends (#32): no player on PATH, the beep into ALSA's file sink.
 home=$work/home-sound
 mkdir -p "$home"
@@ -195,7 +197,7 @@ grep -qx 'ExecStart=/usr/bin/dosetap wake-helper' "$root/usr/lib/systemd/system/
 grep -qx 'CapabilityBoundingSet=CAP_WAKE_ALARM' "$root/usr/lib/systemd/system/dosetap-wake.service" || fail "the wake helper's capabilities"
 grep -qx 'ListenStream=/run/dosetap-wake.sock' "$root/usr/lib/systemd/system/dosetap-wake.socket" || fail "the wake helper's socket"
 for script in postinst prerm postrm; do
-  dpkg-deb --ctrl-tarfile "$deb" | tar -xO "./$script" | grep -q 'dosetap-wake.socket' || fail "$script does not handle dosetap-wake.socket"
+  dpkg-deb --ctrl-tarfile "$deb" | tar -xO "./$script" | grep 'dosetap-wake.socket' >/dev/null || fail "$script does not handle dosetap-wake.socket"
 done
 [[ -e /etc/systemd/system/sockets.target.wants/dosetap-wake.socket ]] && fail "the chrootless install enabled the socket on the host"
 [[ $(zcat "$root/usr/share/man/man1/dosetap.1.gz") == *$'\n.Dt DOSETAP 1'* ]] || fail "dosetap.1 is not a manual page"

@@ -71,7 +71,11 @@
 # boot to COMMAND 29-33 s, S3 and poweroff after a resume as with one.
 # The pieces: hw-fixtures/vm/runner.py (guest side, shipped in each payload), hw-fixtures/vm/vmhost.py (host
 # side: qemu, the report channel, timeouts, QMP), hw-fixtures/vm/image/ (copied into the image).
-set -euo pipefail
+set -Eeuo pipefail
+# A command that stops this script under set -e says which (test-vm.sh once saw only "exit 141" and no word); a run
+# whose guest command failed has said why already.
+trap 'rc=$?; [[ $BASHPID != "$$" || $BASH_COMMAND == run_vm* || $BASH_COMMAND == return* ]] \
+  || echo "vm: line $LINENO: $BASH_COMMAND: exit $rc" >&2' ERR
 cd "$(dirname "$0")/.."
 repo=$PWD
 helpers=$repo/hw-fixtures/vm
@@ -205,7 +209,7 @@ EOF
   in_root "$root" systemctl enable --quiet dosetap-vm.service
   as_root rm -f "$root/usr/sbin/policy-rc.d"
   as_root rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/log/*.log
-  in_root "$root" sh -c 'lsinitramfs /boot/initrd.img-* | grep -q "virtio_blk.ko"' \
+  in_root "$root" sh -c 'lsinitramfs /boot/initrd.img-* | grep "virtio_blk.ko" >/dev/null' \
     || die "the guest's initrd has no virtio_blk"
 
   local kernels initrds
@@ -315,9 +319,12 @@ run_vm() {
     local q=("${qemu[@]}"); q[2]=virt,dumpdtb=$work/machine.dtb
     "${q[@]}" >/dev/null 2>&1 || die "qemu could not write the machine's device tree"
     local phandle
-    phandle=$(dtc -q -I dtb -O dts "$work/machine.dtb" | awk '/pl061@/ {p=1} p && /phandle =/ {gsub(/[<>;]/, ""); print $3; exit}')
+    # dtc writes to a file, not a pipe: awk stops at the first match, and a dtc still writing into the pipe then
+    # ends with SIGPIPE, which pipefail turns into a silent exit 141 of this script (a loaded CI machine did).
+    dtc -q -I dtb -O dts -o "$work/machine.dts" "$work/machine.dtb" || die "dtc could not read the machine's device tree"
+    phandle=$(awk '/pl061@/ {p=1} p && /phandle =/ {gsub(/[<>;]/, ""); print $3; exit}' "$work/machine.dts")
     [[ -n $phandle ]] || die "the machine's device tree has no PL061 GPIO controller"
-    { dtc -q -I dtb -O dts "$work/machine.dtb"; sed "s/PL061_PHANDLE/$phandle/g" "$VM_DT_EXTRA"; } \
+    { cat "$work/machine.dts"; sed "s/PL061_PHANDLE/$phandle/g" "$VM_DT_EXTRA"; } \
       | dtc -q -I dts -O dtb -o "$work/machine+extra.dtb" - || die "dtc could not add $VM_DT_EXTRA to the tree"
     qemu+=(-dtb "$work/machine+extra.dtb")
   fi

@@ -57,7 +57,7 @@ at=$(jq -r .at <<<"$line")
 shown=$(python3 -c "print(f'{$at - $due_at:.3f}')")
 python3 -c "import sys; sys.exit(0 if 0 <= $at - $due_at <= 1.0 else 1)" || fail "the reminder was shown ${shown} s after its time"
 logged=$(journalctl -q --no-pager -o json _UID=1000 _SYSTEMD_USER_UNIT=dosetap.service \
-  | jq -r 'select((.MESSAGE // "") | tostring | test("Time for Dose 2")) | .__REALTIME_TIMESTAMP' | head -1)
+  | jq -r 'select((.MESSAGE // "") | tostring | test("Time for Dose 2")) | .__REALTIME_TIMESTAMP' | sed -n 1p)
 [[ -n $logged ]] || fail "the agent did not log the reminder"
 ok "the reminder was shown ${shown} s after its time $(date -d "@$due_at" +%T.%N | cut -c1-12) (fired $(python3 -c "print(f'{$fired_at - $due_at:.3f}')") s after it; journal entry at $(python3 -c "print(f'{$logged / 1e6 - $due_at:.3f}')") s): $(jq -r .summary <<<"$line")"
 

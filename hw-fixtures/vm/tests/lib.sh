@@ -15,6 +15,9 @@ fail() {
 # and a deadline on it ran out at the first poll after the resume, before the agent had logged it.
 until_true() { local polls=$(($1 * 2)); shift; until "$@"; do ((polls-- > 0)) || return 1; sleep 0.5; done; }
 
+# The tests run under pipefail: a reader that stops early (grep -q, head) ends a writer still writing with SIGPIPE,
+# and the pipeline fails although it found what it looked for. So a pipeline from journalctl reads to its end
+# (grep >/dev/null, sed -n 1p); agent_log swallows its own exit status.
 said() { agent_log | grep -q -- "$1"; }
 
 # The latest ring of the alarm labelled $1, from tester's database: "DUE_AT STARTED_AT OUTCOME" (epoch seconds;
@@ -83,10 +86,10 @@ suspend_and_wake() {
   until_true 400 resumed || fail "the agent never saw the resume"
   agent_log --since "@$before" | grep -q "going to sleep: wake-up armed for .* through the DoseTap wake helper" \
     || fail "the agent did not arm the wake-up through the helper"
-  journalctl -q --no-pager -u dosetap-wake.service --since "@$before" | grep -q "user 1000: wake-up armed for" \
+  journalctl -q --no-pager -u dosetap-wake.service --since "@$before" | grep "user 1000: wake-up armed for" >/dev/null \
     || fail "the helper did not arm it"
   # The lock was released once the wake-up was armed: logind did not have to wait out InhibitDelayMaxSec.
-  if journalctl -q --no-pager -u systemd-logind --since "@$before" | grep -q 'inhibitor timeout is reached'; then
+  if journalctl -q --no-pager -u systemd-logind --since "@$before" | grep 'inhibitor timeout is reached' >/dev/null; then
     fail "logind waited out the agent's delay lock (never released)"
   fi
   until_true 30 dosetap_lock > /dev/null || fail "the agent did not take its delay lock again after the resume"

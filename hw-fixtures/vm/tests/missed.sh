@@ -47,7 +47,7 @@ woke=$(journalctl -q --no-pager -k -o json --since "@$before" \
 [[ -n $woke ]] || fail "no 'PM: suspend exit' in the kernel's log"
 woke=$(python3 -c "print($woke / 1e6)")
 said_before=$(journalctl -q --no-pager -o json _UID=1000 _SYSTEMD_USER_UNIT=dosetap.service --since "@$before" \
-  | jq -r 'select((.MESSAGE // "") | tostring | test("may sleep through the alarm")) | .__REALTIME_TIMESTAMP' | head -1)
+  | jq -r 'select((.MESSAGE // "") | tostring | test("may sleep through the alarm")) | .__REALTIME_TIMESTAMP' | sed -n 1p)
 [[ -n $said_before ]] || fail "the agent did not say before the suspend that it could not wake the machine"
 (( ${said_before:0:10} <= long_due )) || fail "the agent said it could not wake only after the alarm's minute"
 ok "the agent said before the suspend: $(agent_log --since "@$before" | grep -m1 -o 'This machine may sleep through the alarm: .*' | cut -c1-160)"
@@ -59,7 +59,7 @@ ok "the guest slept $slept s by its own clock (the RTC moved ahead while it slep
 # 3. The first alarm: missed by more than 10 minutes, recorded and announced, never rung.
 long_missed() { [[ $(ring_of "VM missed long" | cut -d" " -f2,3) == "None missed" ]]; }
 until_true 30 long_missed || fail "the alarm missed by over 10 minutes is not recorded as missed, unrung: $(ring_of "VM missed long")"
-announced() { grep '"summary"' /tmp/notifications.log | tail -n +"$((notes + 1))" | grep -q "Missed alarm $long_at"; }
+announced() { grep '"summary"' /tmp/notifications.log | tail -n +"$((notes + 1))" | grep "Missed alarm $long_at" >/dev/null; }
 until_true 20 announced || fail "no 'Missed alarm $long_at' notification: $(tail -n +"$((notes + 1))" /tmp/notifications.log)"
 said "Missed alarm $long_at" || fail "the agent did not log 'Missed alarm $long_at'"
 ok "missed by $(python3 -c "print(f'{$woke - $long_due:.0f}')") s (over 10 minutes), $long_at is recorded as missed and announced ($(grep '"summary"' /tmp/notifications.log | grep -m1 "Missed alarm $long_at" | jq -r '.summary + ": " + .body')), never rung"
@@ -72,7 +72,7 @@ python3 -c "import sys; sys.exit(0 if abs($due_at - $due) < 1 else 1)" || fail "
 python3 -c "import sys; sys.exit(0 if -1 <= $started_at - $woke <= 5 else 1)" \
   || fail "the alarm rang $(python3 -c "print(f'{$started_at - $woke:.1f}')") s after the kernel resumed"
 ok "missed by $(python3 -c "print(f'{$started_at - $due_at:.0f}')") s (under 10 minutes), the alarm rang at once: $(python3 -c "print(f'{$started_at - $woke:.2f}')") s after the kernel's resume"
-shown() { grep '"summary"' /tmp/notifications.log | tail -n +"$((notes + 1))" | grep -v "Missed alarm" | grep -q .; }
+shown() { grep '"summary"' /tmp/notifications.log | tail -n +"$((notes + 1))" | grep -v "Missed alarm" | grep . >/dev/null; }
 until_true 20 shown || fail "no notification for the ring"
 vibrated() { motor_since "$motor_before" | jq -e -s '[.[] | select(.upload != null and .strong == 20480)] | length >= 1' > /dev/null; }
 until_true 30 vibrated || fail "the ring did not vibrate the motor lightly: $(motor_since "$motor_before" | head -5)"

@@ -45,10 +45,10 @@ ok "the agent is ready and chose $(agent_log | grep -o 'vibration motor: .*' | t
 # 4. Its line, driven by feedback preview at each intensity.
 tracing=/sys/kernel/tracing
 [[ -d $tracing/events/gpio ]] || mount -t tracefs nodev "$tracing" || fail "cannot mount tracefs"
-gpio=$(sed -n 's/^ *gpio-\([0-9]*\) *(.*|enable *) *out.*/\1/p' /sys/kernel/debug/gpio 2>/dev/null | head -1)
+gpio=$(sed -n 's/^ *gpio-\([0-9]*\) *(.*|enable *) *out.*/\1/p' /sys/kernel/debug/gpio 2>/dev/null | sed -n 1p || true)
 if [[ -z $gpio ]]; then
   mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-  gpio=$(sed -n 's/^ *gpio-\([0-9]*\) *(.*|enable *) *out.*/\1/p' /sys/kernel/debug/gpio | head -1)
+  gpio=$(sed -n 's/^ *gpio-\([0-9]*\) *(.*|enable *) *out.*/\1/p' /sys/kernel/debug/gpio | sed -n 1p)
 fi
 [[ -n $gpio ]] || fail "the motor's enable line is not in /sys/kernel/debug/gpio: $(cat /sys/kernel/debug/gpio)"
 echo 1 > "$tracing/events/gpio/gpio_value/enable"
