@@ -249,6 +249,34 @@ struct ResidentPagesTests {
         #expect(presentPages(mapping, pageSize: pageSize).isEmpty)
     }
 
+    @Test("more mapped than keptLimitKB when a later warm() begins: the set kept before stays kept and mapped, the rest is given back")
+    func keepsTheLastPathAboveTheLimit() throws {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let count = ResidentPages.keptLimitKB * 1024 / pageSize + 64
+        let (mapping, _, done) = try mapFile(pages: count)
+        defer { done() }
+        let pages = ResidentPages(mappings: [mapping])
+        // A sample whose wake-up path is page 100 (and its fault-around neighbours): kept.
+        #expect(byte(mapping, page: 3, pageSize: pageSize) == 3)
+        pages.release()
+        #expect(byte(mapping, page: 100, pageSize: pageSize) == 100)
+        let path = presentPages(mapping, pageSize: pageSize)
+        pages.warm()
+        #expect(pages.keptKB == path.count * pageSize / 1024)
+        pages.release()
+        #expect(presentPages(mapping, pageSize: pageSize) == path)
+        // Other work since then mapped more than the limit (the path, still mapped, among it): the path stays kept,
+        // where the all-or-nothing rule dropped it and the next wake-up faulted it back.
+        var sum = 0
+        for page in 0..<count { sum &+= Int(byte(mapping, page: page, pageSize: pageSize)) }
+        #expect(sum > 0)
+        #expect(presentPages(mapping, pageSize: pageSize).count > ResidentPages.keptLimitKB * 1024 / pageSize)
+        pages.warm()
+        #expect(pages.keptKB == path.count * pageSize / 1024)
+        pages.release()
+        #expect(presentPages(mapping, pageSize: pageSize) == path)
+    }
+
     @Test("runs without holes: cut, split, removed, left whole; in address order whatever the order given")
     func subtracting() {
         func runs(_ pairs: [(UInt, Int)]) -> [ResidentPages.PageRun] { pairs.map { .init(start: $0.0, length: $0.1) } }

@@ -72,7 +72,7 @@ public struct ResidentPages: Sendable {
     /// The most `warm()` keeps mapped. Between a battery sample's release and the next sample about 6 MB are
     /// mapped: the path of the wake-up, and the sample's own work that ran on the other threads after the loop's
     /// release (the next sample runs it again). More means other work since the last release (adverts, the
-    /// dashboard), and then nothing is kept.
+    /// dashboard), and then the set kept before stays kept (none, until a wake-up's path fits).
     public static let keptLimitKB = 8192
     /// The largest working set `release()` records (a battery sample maps 13–16 MB, start-up 30 MB): more is not
     /// read back at once. It reads into the page cache and maps nothing, so start-up's set is read back too: the
@@ -241,13 +241,17 @@ public struct ResidentPages: Sendable {
     ///
     /// The pages mapped when it begins — since the last release, that is the path of the wake-up that called it
     /// (the event loop, the timer, the call itself), which ran before anything could be read back — are kept
-    /// mapped by the releases that follow, unless there are more than `keptLimitKB`: a page mapped is never paged
-    /// out as a cold one, so the next wake-up finds its path in memory instead of sleeping on it page by page.
+    /// mapped by the releases that follow, unless there are more than `keptLimitKB` (then the set kept before stays
+    /// kept): a page mapped is never paged out as a cold one, so the next wake-up finds its path in memory instead
+    /// of sleeping on it page by page.
     @discardableResult
     public func warm() -> Int {
         let awake = Self.presentRuns(of: mappings)
         let awakeKB = awake.reduce(0) { $0 + $1.length } / 1024
-        kept.runs.withLock { $0 = awakeKB <= Self.keptLimitKB ? awake : [] }
+        // Over the limit, what was kept stays kept (it is still mapped, so it counts in `awake`: a kept set near the
+        // limit plus one more page of path went over it, and dropping it all made the next wake-up fault its whole
+        // path back, one sample in three; none is kept only until a wake-up's path fits).
+        kept.runs.withLock { $0 = awakeKB <= Self.keptLimitKB ? awake : $0 }
         let runs = recorded.runs.withLock { runs in
             defer { runs = [] }
             return runs
