@@ -19,17 +19,7 @@ public struct DataPaths: Sendable, Equatable {
     public static func resolve(dataDirectory: String? = nil, configFile: String? = nil,
                                environment: [String: String] = DataPaths.processEnvironment()) -> DataPaths {
         let home = nonEmpty(environment["HOME"]) ?? NSHomeDirectory()
-        let data: String
-        if let d = nonEmpty(dataDirectory) {
-            // --data-dir may be relative to the working directory; messages show where it really is.
-            data = d.hasPrefix("/") ? d : FileManager.default.currentDirectoryPath + "/" + d
-        } else if let d = nonEmpty(environment["DOSETAP_DATA_DIR"]), d.hasPrefix("/") {
-            data = d
-        } else if let x = nonEmpty(environment["XDG_DATA_HOME"]), x.hasPrefix("/") {
-            data = x + "/dosetap"
-        } else {
-            data = home + "/.local/share/dosetap"
-        }
+        let data = dataDirectoryPath(dataDirectory: dataDirectory, environment: environment)
         let config: String
         if let c = nonEmpty(configFile) {
             config = c
@@ -40,6 +30,24 @@ public struct DataPaths: Sendable, Equatable {
         }
         return DataPaths(dataDirectory: URL(fileURLWithPath: data, isDirectory: true),
                          configFile: URL(fileURLWithPath: config))
+    }
+
+    /// The data folder's path as given (`resolve`'s `dataDirectory` is its file URL): no URL is made, for the
+    /// one-shot front (#29: a URL's path parsing instantiates `Set<UInt8>` by its mangled name, a scan of every
+    /// protocol conformance in the binary). The same folder for the file system; the spelling may differ from
+    /// the URL's `path` only in repeated or trailing slashes.
+    public static func dataDirectoryPath(dataDirectory: String? = nil,
+                                         environment: [String: String] = DataPaths.processEnvironment()) -> String {
+        if let d = nonEmpty(dataDirectory) {
+            // --data-dir may be relative to the working directory; messages show where it really is.
+            return d.hasPrefix("/") ? d : FileManager.default.currentDirectoryPath + "/" + d
+        } else if let d = nonEmpty(environment["DOSETAP_DATA_DIR"]), d.hasPrefix("/") {
+            return d
+        } else if let x = nonEmpty(environment["XDG_DATA_HOME"]), x.hasPrefix("/") {
+            return x + "/dosetap"
+        } else {
+            return (nonEmpty(environment["HOME"]) ?? NSHomeDirectory()) + "/.local/share/dosetap"
+        }
     }
 
     /// What is wrong with the environment's paths, in one sentence, or nil. `DOSETAP_DATA_DIR` must be

@@ -92,7 +92,7 @@ struct FrontAlarms {
     /// `alarm list --json [--data-dir DIR]`.
     static func list(_ words: [String]) -> FrontReply? {
         guard let words = FrontWords(words, flags: ["--json"], options: ["--data-dir"]), words.flags.contains("--json"),
-              let data = FrontData(dataDir: words.values["--data-dir"]) else { return nil }
+              let data = FrontData(dataDir: words.value("--data-dir")) else { return nil }
         // No database: no alarms (and nothing to warn about).
         guard data.exists else { return FrontReply(out: JSON.array([]).text) }
         guard let reader = data.open() else { return nil }
@@ -134,8 +134,8 @@ final class FrontHistory: BatteryHistoryStore, @unchecked Sendable {
 enum FrontStatus {
     static func answer(_ words: [String]) -> FrontReply? {
         guard let words = FrontWords(words, flags: [], options: ["--format", "--data-dir"]),
-              let data = FrontData(dataDir: words.values["--data-dir"]) else { return nil }
-        guard let format = StatusGlance.Format(rawValue: words.values["--format"] ?? "text") else { return nil }
+              let data = FrontData(dataDir: words.value("--data-dir")) else { return nil }
+        guard let format = StatusGlance.Format(rawValue: words.value("--format") ?? "text") else { return nil }
         // The full program opens the database for writing to read the reminder's battery (creating it when it is
         // missing): only an existing one the front could also write is answered here.
         guard data.exists, access(data.folder, W_OK) == 0, access(data.file, W_OK) == 0, let reader = data.open() else { return nil }

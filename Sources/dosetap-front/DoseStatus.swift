@@ -11,7 +11,7 @@ import Foundation
 enum FrontDoseStatus {
     static func answer(_ words: [String]) -> String? {
         guard let words = FrontWords(words, flags: ["--json"], options: ["--data-dir"]), words.flags.contains("--json"),
-              let data = FrontData(dataDir: words.values["--data-dir"]) else { return nil }
+              let data = FrontData(dataDir: words.value("--data-dir")) else { return nil }
         let now = Date()
         let zone = SystemTimeZone.current
         guard let night = tonight(data, now: now, zone: zone) else { return nil }

@@ -5,12 +5,23 @@ import Foundation
 /// option at most once, a value as the next word or after `=`. Anything else (a word it does not know, a
 /// repeated option, a value missing or looking like an option) is nil: the full program answers, and its parser
 /// words the error.
+///
+/// Arrays, not sets: a `Set<String>` literal instantiates its type by mangled name at its first use, a scan of every
+/// protocol conformance in the binary (3 % of `status --format waybar`'s samples, #29); a handful of names is
+/// searched faster than hashed anyway.
 struct FrontWords {
-    var flags: Set<String> = []
-    var values: [String: String] = [:]
+    var flags: [String] = []
+    /// Each option given and its value, in the order given (a dictionary would look up `String: Hashable` the same
+    /// way as a set).
+    var given: [(name: String, value: String)] = []
+
+    /// The value of the option `name` (`--level`), or nil.
+    func value(_ name: String) -> String? {
+        given.first { $0.name == name }?.value
+    }
 
     /// `words` with these flags and options (`--name`), or nil.
-    init?(_ words: [String], flags known: Set<String>, options: Set<String>) {
+    init?(_ words: [String], flags known: [String], options: [String]) {
         var i = 0
         while i < words.count {
             let word = words[i]
@@ -22,20 +33,21 @@ struct FrontWords {
                 inline = String(word[word.index(after: equals)...])
             }
             if known.contains(name) {
-                guard inline == nil, flags.insert(name).inserted else { return nil }
+                guard inline == nil, !flags.contains(name) else { return nil }
+                flags.append(name)
             } else if options.contains(name) {
-                guard values[name] == nil else { return nil }
-                let value: String
+                guard value(name) == nil else { return nil }
+                let text: String
                 if let inline {
-                    value = inline
+                    text = inline
                 } else {
                     guard i < words.count else { return nil }
-                    value = words[i]
+                    text = words[i]
                     i += 1
                 }
                 // An empty value or one that looks like an option: the parser's to judge.
-                guard !value.isEmpty, !value.hasPrefix("-") else { return nil }
-                values[name] = value
+                guard !text.isEmpty, !text.hasPrefix("-") else { return nil }
+                given.append((name, text))
             } else {
                 return nil
             }
@@ -56,9 +68,10 @@ struct FrontData {
     init?(dataDir: String?) {
         guard DataPaths.problem(dataDirectory: dataDir) == nil else { return nil }
         guard let home = getenv("HOME"), home.pointee != 0 else { return nil }
-        let url = DataPaths.resolve(dataDirectory: dataDir, configFile: nil).dataDirectory
-        folder = url.path
-        file = url.appendingPathComponent("dosetap.sqlite").path
+        var path = DataPaths.dataDirectoryPath(dataDirectory: dataDir)
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        folder = path
+        file = (path == "/" ? "" : path) + "/dosetap.sqlite"
         guard let exists = try? DataFolder.exists(folder: folder, file: file) else { return nil }
         self.exists = exists
     }

@@ -34,9 +34,9 @@ enum FrontAnswer {
     /// as the next word or after `=`. The numbers are read by the rule every face uses (PlainNumberText).
     static func predict(_ words: [String]) -> String? {
         guard let words = FrontWords(words, flags: ["--charging", "--json"], options: ["--level", "--drain", "--hours"]),
-              words.flags.contains("--json"), let level = words.values["--level"].flatMap(PlainNumberText.parse),
-              let drain = words.values["--drain"].flatMap(PlainNumberText.parse),
-              let hours = words.values["--hours"].flatMap(PlainNumberText.parse) else { return nil }
+              words.flags.contains("--json"), let level = words.value("--level").flatMap(PlainNumberText.parse),
+              let drain = words.value("--drain").flatMap(PlainNumberText.parse),
+              let hours = words.value("--hours").flatMap(PlainNumberText.parse) else { return nil }
         let input = RiskInput(level: level, drainPercentPerHour: drain, hours: hours, charging: words.flags.contains("--charging"))
         guard let prediction = try? RiskPredictor.predict(input) else { return nil }
         return prediction.json.text
