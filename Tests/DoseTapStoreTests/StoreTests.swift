@@ -296,6 +296,34 @@ struct StoreTests {
         #expect(DataPaths.resolve(environment: e).dataDirectory.path == "/home/p/.local/share/dosetap")
         #expect(DataPaths.resolve(environment: e).configFile.path == "/home/p/.config/dosetap/config.toml")
     }
+
+    @Test("the one-shot front's data folder (a string, no URL) is the full program's folder, odd spellings included")
+    func dataDirectoryPathIsResolvesFolder() {
+        let homes = ["/home/p", "/home/p/", "/home//p", "/h ö/p"]
+        let dirs: [String?] = [nil, "", "/flag", "/flag/", "//a//b/", "rel/dir", "./x", "/ünï cøde/d"]
+        let datas: [String?] = [nil, "", "/d", "/d/", "relative"]
+        let xdgs: [String?] = [nil, "", "/x/data", "/x//data/", "relative"]
+        var checked = 0
+        for home in homes {
+            for dir in dirs {
+                for data in datas {
+                    for xdg in xdgs {
+                        var env = ["HOME": home]
+                        env["DOSETAP_DATA_DIR"] = data
+                        env["XDG_DATA_HOME"] = xdg
+                        let path = DataPaths.dataDirectoryPath(dataDirectory: dir, environment: env)
+                        let url = DataPaths.resolve(dataDirectory: dir, environment: env).dataDirectory
+                        // The same folder: equal once repeated and trailing slashes are folded, as the file system does.
+                        #expect(URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL.path == url.standardizedFileURL.path,
+                                "\(String(describing: dir)) \(env)")
+                        #expect(path.hasPrefix("/"))
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == 4 * 8 * 5 * 5)
+    }
 }
 
 @Suite("The durable dose log")
