@@ -83,12 +83,17 @@ in_chroot() {
     sh "$chroot_dir" "$@"
 }
 
+# One maker of each thing at a time: the cache warming (scripts/warm-caches.sh) may be making the toolchain or a
+# build that a step of make test beside it needs; that step waits for it, then finds it made (flock, one lock each).
+lock() { mkdir -p "$cache_root"; eval "exec $1>\"\$cache_root/cross-arm64-$2.lock\""; flock "$1"; }
+
 setup() {
   [[ -e $dir/.ready ]] && return 0
+  lock 8 setup
+  if [[ -e $dir/.ready ]]; then flock -u 8; exec 8>&-; return 0; fi
   host_deps
   local start=$SECONDS tmp=$dir.tmp
   as_root rm -rf "$tmp"
-  mkdir -p "$cache_root"
   echo "cross-arm64: making the toolchain in $dir (once; about 2 minutes)" >&2
 
   # 1. The compiler: sid amd64 with swiftlang (pinned), git and pkg-config for SwiftPM, libc6-dev for manifests.
@@ -152,6 +157,7 @@ EOF
     [[ -d $old && $old != "$dir" ]] && as_root rm -rf "$old"
   done
   echo "cross-arm64: toolchain ready in $((SECONDS - start)) s" >&2
+  flock -u 8; exec 8>&-
 }
 
 # The tracked files, copied to $1 in the chroot, and a file no longer tracked leaves the copy too (rsync's --delete
@@ -169,6 +175,7 @@ copy_tree() {
 
 build() {
   setup
+  lock 7 build
   local start=$SECONDS
   copy_tree "$chroot_dir/src"
   local jobs=${ARM64_JOBS:-$(nproc)}
@@ -205,6 +212,7 @@ build() {
     [[ $(id -u) -eq 0 ]] || as_root chown "$(id -u):$(id -g)" "$repo/.build-arm64/$product"
   done
   echo "cross-arm64: built .build-arm64/dosetap and dosetap-front in $((SECONDS - start)) s" >&2
+  flock -u 7; exec 7>&-
 }
 
 # Every target and test, for this machine (x86_64), debug, with the chroot's swiftlang: the project keeps building
@@ -215,6 +223,7 @@ build() {
 # cache's key: the toolchain does not change), the copy and the build folder stay between runs (incremental).
 compile_all() {
   setup
+  lock 6 compile-all
   local start=$SECONDS gcc dev
   if [[ ! -e $chroot_dir/.host-dev-ready ]]; then
     # C++ headers of the GCC version swiftlang's clang picks (the highest installed) for TOMLKit's toml++.
@@ -238,6 +247,7 @@ compile_all() {
       && for t in $tests; do swift build -j $jobs --scratch-path /build-tests --target \$t || exit 1; done" \
     || die "the project does not build with swiftlang $SWIFTLANG_VERSION (above)"
   echo "cross-arm64: every target and test ($tests) compiles with swiftlang $SWIFTLANG_VERSION ($((SECONDS - start)) s)" >&2
+  flock -u 6; exec 6>&-
 }
 
 case "${1:-}" in

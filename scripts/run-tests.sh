@@ -56,7 +56,24 @@ cleanup
 # repeated at the very end of the run: a CI log is read from its tail, where the summary line alone says
 # only how many issues there were.
 failures=$(mktemp)
+# Each step's wall time, repeated at the end too (and the step that was running, if the run was stopped: CI's
+# time limit ends it with a TERM), so a slow run says where its time went.
+step_times=() step_now="" step_start=0 run_start=$SECONDS
+step() {
+  local name=$1 status=0; shift
+  step_now=$name step_start=$SECONDS
+  "$@" || status=$?
+  step_times+=("$name $((SECONDS - step_start)) s")
+  echo "run-tests: step $name: $((SECONDS - step_start)) s, exit $status (run so far $((SECONDS - run_start)) s)"
+  step_now=""
+  return "$status"
+}
 report() {
+  if ((${#step_times[@]} > 0)) || [[ -n $step_now ]]; then
+    echo
+    local IFS=,
+    echo "run-tests: step times: ${step_times[*]}${step_now:+, $step_now (running) $((SECONDS - step_start)) s}; total $((SECONDS - run_start)) s"
+  fi
   if [[ -s $failures ]]; then
     echo
     echo "run-tests: the failures of this run, repeated:"
@@ -64,7 +81,18 @@ report() {
   fi
   rm -f "$failures"
 }
-trap 'cleanup; report' EXIT
+# The caches of the VM and arm64 tiers made beside the tests (scripts/warm-caches.sh), for a whole run only: its
+# own process group, ended with the run; what it said goes in the report.
+warm_pid="" warm_log=""
+warm_end() {
+  [[ -n $warm_pid ]] || return 0
+  kill -0 "$warm_pid" 2>/dev/null && { kill -TERM -- "-$warm_pid" 2>/dev/null; echo "warm-caches: ended with the run"; } >>"$warm_log"
+  wait "$warm_pid" 2>/dev/null || true
+  echo; sed 's/^/run-tests: /' "$warm_log"; rm -f "$warm_log"
+  warm_pid=""
+}
+trap 'warm_end; cleanup; report' EXIT
+trap 'exit 143' TERM
 # A step that runs past its budget (DOSETAP_TEST_STEP_BUDGET seconds, 25 minutes unless told; the longest step
 # takes about 5 minutes here) is a hang: scripts/hang-report.sh names the tests in flight, prints the test
 # process's stacks and ends the step, which then fails.
@@ -112,7 +140,13 @@ esac
 # Fuzz) fails the run. SwiftPM's notes about a dependency's files are not ours to fix and are not counted.
 # (Only what this build compiles is seen: a fresh clone, as in CI, compiles everything.)
 build_log=$(mktemp)
-swift build --build-tests "${swiftpm[@]}" 2>&1 | tee "$build_log"
+if [[ $# -eq 0 && -z ${DOSETAP_SANITIZER:-} && ${DOSETAP_WARM_CACHES:-1} == 1 ]]; then
+  warm_log=$(mktemp)
+  setsid chrt --idle 0 scripts/warm-caches.sh >"$warm_log" 2>&1 &
+  warm_pid=$!
+fi
+build_all() { swift build --build-tests "${swiftpm[@]}" 2>&1 | tee "$build_log"; }
+step build build_all
 if grep -E "^$PWD/(Sources|Tests|Benchmarks|Plugins|Fuzz)/[^:]+:[0-9]+:[0-9]+: warning:" "$build_log" | sort -u | grep .; then
   echo "run-tests: the build has warnings (above): fix them" >&2
   rm -f "$build_log"
@@ -134,48 +168,48 @@ fi
 # (libumockdev-preload redirects /sys, /dev and udev netlink for the whole process, so nothing else may
 # run beside them); every other test runs in a second process without the preload. The end-to-end
 # tests start `umockdev-run` themselves.
-swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
+step udev-fixtures swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter UdevFixtures
 # The sleep guard writing a umockdev RTC's wakealarm (DoseTapAgentTests): its own testbed, its own process.
-swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
-swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests --skip highDescriptor --skip Flic2AgentTests
+step sleep-wake-fixtures swift_test umockdev-wrapper swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter SleepWakeFixtures
+step main swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --skip UdevFixtures --skip SleepWakeFixtures --skip StrangerFloodTests --skip highDescriptor --skip Flic2AgentTests
 # The Flic 2 end-to-end suite (a private bus, python-dbusmock, the simulated button in the test process), alone: in a
 # fresh-clone run beside the whole parallel suite its pairing once took over 30 s (the command's limit) where it takes
 # 0.14 s alone — the cause not found yet (#29's note); its own step keeps it from failing on others' load.
-swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter Flic2AgentTests
+step flic2 swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter Flic2AgentTests
 # The MQTT client from a socket numbered above 1024: the test takes every free descriptor below 1100 for a
 # moment, so it runs alone (beside it, every test that opened a descriptor then got a number above 1024,
 # and Foundation's select()-based helpers corrupt memory there; full runs with it inside hung).
-swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter highDescriptor
+step high-descriptor swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter highDescriptor
 # 100,000 strangers' BLE addresses into a running agent (#25): minutes of two busy processes (the scripted
 # bluetoothd and the agent), alone, so the timing of the tests above is not theirs to bear.
-swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter StrangerFloodTests
+step stranger-flood swift_test swift test --skip-build --disable-xctest "${swiftpm[@]}" --filter StrangerFloodTests
 [[ -z ${DOSETAP_SANITIZER:-} ]] || exit 0
 
 # The web dashboard in headless Chromium (Selenium, axe-core): pairing, Tonight, live updates, keyboard.
-scripts/web-browser-tests.sh
+step web-browser scripts/web-browser-tests.sh
 
 # The real programs that read DoseTap (#27): Home Assistant Core from PyPI over a real mosquitto; waybar on a
 # headless sway and i3blocks under Xvfb (scripts/real-clients-tests.sh).
-scripts/real-clients-tests.sh
+step real-clients scripts/real-clients-tests.sh
 
 # The Debian package (make deb: the release build, static Swift runtime) in throwaway roots, and lintian.
-make --no-print-directory deb
-scripts/test-deb.sh "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
+step deb make --no-print-directory deb
+step test-deb scripts/test-deb.sh "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
 
 # The real machine (#28): the same package installed with dpkg in a Debian bookworm guest under qemu (TCG; the
 # image made from Debian's packages once and cached), used as shipped by a lingering user, the guest suspended by
 # logind and woken by the alarm's wake-up (scripts/test-vm.sh, docs/packaging.md "The VM tier").
-scripts/test-vm.sh --deb "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
-
-# The Raspberry Pi (#31): the arm64 binary cross-built with Debian's swiftlang 6.2 (the toolchain is made from
-# Debian's packages once and cached), the end-to-end suites run on it under qemu-user, and its package
-# installed into an arm64 root (scripts/test-arm64.sh, docs/packaging.md).
-scripts/test-arm64.sh
+step vm scripts/test-vm.sh --deb "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
 
 # The dose log under SIGKILL, briefly (scripts/crash-safety.sh 300 is the full run, see docs/performance.md).
-scripts/crash-safety.sh 40
+step crash-safety scripts/crash-safety.sh 40
 
 # Every libFuzzer target, briefly: 10^5 executions each, failing on any crash (make fuzz runs 10^7 on a
 # release build; see docs/performance.md, "Fuzzing"). A debug build here: it builds in a fifth of the time,
 # and none of the targets needs SwiftNIO, Hummingbird or GRDB (fuzz-config links DoseTapConfig alone).
-DOSETAP_FUZZ_BUILD=debug scripts/fuzz.sh 100000
+DOSETAP_FUZZ_BUILD=debug step fuzz scripts/fuzz.sh 100000
+
+# The Raspberry Pi (#31): the arm64 binary cross-built with Debian's swiftlang 6.2 (the toolchain is made from
+# Debian's packages once and cached), the end-to-end suites run on it under qemu-user, and its package
+# installed into an arm64 root (scripts/test-arm64.sh, docs/packaging.md).
+step arm64 scripts/test-arm64.sh

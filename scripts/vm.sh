@@ -4,8 +4,9 @@
 # With VM_ARCH=arm64: a Debian trixie arm64 guest under qemu-system-aarch64 (-machine virt -cpu cortex-a72, TCG),
 # for the Raspberry Pi's package (#31); no suspend (qemu's virt has no S3).
 #
-#   scripts/vm.sh image            make the guest image if the cache has none (root or sudo: debootstrap, chroot,
-#                                  mkfs); prints its directory
+#   scripts/vm.sh image [--unbooted]  make the guest image if the cache has none (root or sudo: debootstrap,
+#                                  chroot, mkfs); prints its directory. --unbooted: without its first boot (the
+#                                  next image or run does it; what scripts/warm-caches.sh makes beside the tests)
 #   scripts/vm.sh run [--deb FILE]... [--payload DIR] [--timeout S] [--qmp SOCK] [-v] -- COMMAND [ARG]...
 #                                  boot a throwaway copy of the image, install the .debs (dpkg -i), run COMMAND as
 #                                  root in /opt/payload (a copy of DIR), print its stdout and stderr as they come,
@@ -116,6 +117,7 @@ key=$({ echo "$LAYOUT ${VM_ARCH/#amd64/}$SUITE $MIRROR $SECURITY_MIRROR ${GUEST_
 # vm-bookworm-KEY (amd64), vm-trixie-arm64-KEY.
 flavour=$SUITE; [[ $VM_ARCH == amd64 ]] || flavour+=-$VM_ARCH
 dir=$cache_root/vm-$flavour-$key
+unbooted=$dir.unbooted
 
 die() { echo "vm: $*" >&2; exit 1; }
 # Temp directories to remove at exit (as root: the image build's holds root's files).
@@ -222,23 +224,56 @@ EOF
   as_root rm -rf "$root"
   as_root chown -R "$(id -u):$(id -g)" "$tmp"
   chmod 755 "$tmp"; chmod 644 "$tmp/vmlinuz" "$tmp/initrd.img" "$tmp/rootfs.raw"
-  local built=$((SECONDS - start))
-
-  # The first boot, on the image itself: proves that it boots, does the once-only work, lists the packages.
-  echo "vm: first boot of the new image" >&2
-  boot_start=$SECONDS
-  image_dir=$tmp first_boot=1 run_vm --timeout 900 -- dpkg-query -W >"$tmp/packages.txt" \
-    || die "the new image's first boot failed (above)"
-  echo "LAYOUT=$LAYOUT built=${built}s first_boot=$((SECONDS - boot_start))s date=$(date -u +%FT%TZ)" >"$tmp/build-info"
-  mv -T "$tmp" "$dir" 2>/dev/null || { [[ -f $dir/rootfs.raw ]] || die "could not rename $tmp to $dir"; }
-  # Earlier images of this flavour (another definition) are no longer used: 0.8-1 GB each.
-  find "$cache_root" -maxdepth 1 -name "vm-$flavour-*" ! -path "$dir" ! -name '*.tmp.*' -exec rm -rf {} +
-  echo "vm: image ready in $((SECONDS - start)) s (build ${built} s, first boot $((SECONDS - boot_start)) s)" >&2
+  echo "built=$((SECONDS - start))s" >"$tmp/build-info"
+  echo "vm: image built in $((SECONDS - start)) s" >&2
+  if [[ ${1:-} == --unbooted ]]; then
+    # Not booted yet (`image --unbooted`, the cache warming beside the tests): the next `image` or `run` boots it.
+    mv -T "$tmp" "$unbooted" || die "could not rename $tmp to $unbooted"
+    return 0
+  fi
+  first_boot "$tmp"
 }
 
+# The first boot, on the image itself: proves that it boots, does the once-only work, lists the packages; then the
+# image is the cache's.
+first_boot() {
+  local img=$1 boot_start=$SECONDS
+  echo "vm: first boot of the new image" >&2
+  image_dir=$img first_boot=1 run_vm --timeout 900 -- dpkg-query -W >"$img/packages.txt" \
+    || { [[ $img != "$unbooted" ]] || as_root rm -rf "$img"; die "the new image's first boot failed (above)"; }
+  echo "LAYOUT=$LAYOUT $(cat "$img/build-info") first_boot=$((SECONDS - boot_start))s date=$(date -u +%FT%TZ)" >"$img/build-info"
+  mv -T "$img" "$dir" 2>/dev/null || { [[ -f $dir/rootfs.raw ]] || die "could not rename $img to $dir"; }
+  # Earlier images of this flavour (another definition) are no longer used: 0.8-1 GB each.
+  find "$cache_root" -maxdepth 1 -name "vm-$flavour-*" ! -path "$dir" ! -name '*.tmp.*' ! -path "$unbooted" -exec rm -rf {} +
+  echo "vm: image ready (first boot $((SECONDS - boot_start)) s)" >&2
+}
+
+image_ready() { [[ -f $dir/rootfs.raw && -f $dir/vmlinuz && -f $dir/initrd.img ]]; }
+# One image build at a time for each flavour: the cache warming (scripts/warm-caches.sh) may be making the image
+# that a run beside it needs; the run then waits for it instead of making a second one.
+lock_images() {
+  mkdir -p "$cache_root"
+  exec 9>"$cache_root/vm-$flavour.lock"
+  flock 9
+}
+unlock_images() { flock -u 9; exec 9>&-; }
 ensure_image() {
   host_deps
-  [[ -f $dir/rootfs.raw && -f $dir/vmlinuz && -f $dir/initrd.img ]] || build_image
+  image_ready && return 0
+  lock_images
+  if ! image_ready; then
+    if [[ -f $unbooted/rootfs.raw ]]; then first_boot "$unbooted"; else build_image; fi
+  fi
+  unlock_images
+}
+# `image --unbooted`: the image made, its first boot left to the first run (a boot in the background, at the lowest
+# CPU priority beside busy tests, could outlast its own time limit).
+ensure_unbooted() {
+  host_deps
+  image_ready && return 0
+  lock_images
+  image_ready || [[ -f $unbooted/rootfs.raw ]] || build_image --unbooted
+  unlock_images
 }
 
 # run_vm [options] -- COMMAND...: boots $image_dir (default: the cache); first_boot=1 writes to its rootfs.raw.
@@ -422,11 +457,11 @@ EOF
 
 cmd=${1:-}; shift || true
 case $cmd in
-  image) ensure_image; echo "$dir" ;;
+  image) if [[ ${1:-} == --unbooted ]]; then ensure_unbooted; else ensure_image; fi; echo "$dir" ;;
   run) ensure_image; run_vm "$@" ;;
   qmp) (($# >= 2)) || die "usage: scripts/vm.sh qmp SOCK JSON..."; python3 "$helpers/vmhost.py" qmp "$@" ;;
   wait-status) python3 "$helpers/vmhost.py" wait-status "$@" ;;
   selftest) selftest "$@" ;;
-  clean) find "$cache_root" -maxdepth 1 -name "vm-$flavour-*" ! -path "$dir" -exec rm -rf {} + ;;
+  clean) find "$cache_root" -maxdepth 1 -name "vm-$flavour-*" ! -path "$dir" ! -path "$unbooted" -exec rm -rf {} + ;;
   *) sed -n '2,/^# The cache/p' "$repo/scripts/vm.sh" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
