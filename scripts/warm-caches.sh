@@ -8,15 +8,23 @@
 # are warm it finds everything made at once; a piece that fails here is left to its tier, which makes it again
 # and says why in its own place.
 #
-# usage: scripts/warm-caches.sh   (prints a line for each piece: its time and exit status)
+# usage: scripts/warm-caches.sh   (prints a line for each piece: its time and exit status; their output in
+#        ~/.cache/dosetap/warm-caches.log)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# Each piece's own output goes to $log (beside the caches): a piece that failed here says its last lines.
+cache_root=${DOSETAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dosetap}
+mkdir -p "$cache_root"
+log=$cache_root/warm-caches.log
+: >"$log"
 piece() {
   local name=$1 start=$SECONDS status=0
   shift
-  "$@" >/dev/null 2>&1 || status=$?
+  echo "== $name ($*): $(date -u +%T)" >>"$log"
+  "$@" >>"$log" 2>&1 || status=$?
   echo "warm-caches: $name: exit $status, $((SECONDS - start)) s"
+  ((status == 0)) || tail -n 5 "$log" | sed 's/^/warm-caches:   /'
 }
 
 start=$SECONDS
