@@ -71,8 +71,9 @@ step() {
 report() {
   if ((${#step_times[@]} > 0)) || [[ -n $step_now ]]; then
     echo
-    local IFS=,
-    echo "run-tests: step times: ${step_times[*]}${step_now:+, $step_now (running) $((SECONDS - step_start)) s}; total $((SECONDS - run_start)) s"
+    local times
+    times=$(printf '%s, ' "${step_times[@]}")
+    echo "run-tests: step times: ${times%, }${step_now:+, $step_now (running) $((SECONDS - step_start)) s}; total $((SECONDS - run_start)) s"
   fi
   if [[ -s $failures ]]; then
     echo
