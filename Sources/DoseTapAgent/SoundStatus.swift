@@ -58,10 +58,12 @@ public enum SoundWarningCheck {
 
 /// Everything that stands between an enabled alarm and its being heard, one line each: the wake warning
 /// ("This machine may sleep through the alarm: …"), then the sound warning ("This machine cannot play the
-/// alarm: …").
+/// alarm: …"), then the running agent's word that it cannot write its data ("DoseTap cannot write its data (the disk
+/// is full): alarms still ring, doses cannot be recorded — …", #51).
 public enum AlarmWarnings {
     public static func lines(dataDirectory: URL) -> [String] {
-        [WakeCheck.problem(dataDirectory: dataDirectory)?.message, SoundWarningCheck.problem(dataDirectory: dataDirectory)?.message]
+        [WakeCheck.problem(dataDirectory: dataDirectory)?.message, SoundWarningCheck.problem(dataDirectory: dataDirectory)?.message,
+         AgentRecord.storeProblem(dataDirectory: dataDirectory.path)]
             .compactMap { $0 }
     }
 }

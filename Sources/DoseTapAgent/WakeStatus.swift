@@ -111,6 +111,18 @@ public struct AgentStatusFile: Sendable {
                 _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
             }
         }
+
+        /// Replaces the content in place, padded with blanks to `size` bytes (JSON allows them after the value): a file
+        /// written once at this size is rewritten into the blocks it has, so the record can still change on a full
+        /// disk (#51). Content longer than `size` is written whole.
+        public func write(_ bytes: [UInt8], reserving size: Int) {
+            let padded = bytes.count < size ? bytes + [UInt8](repeating: UInt8(ascii: " "), count: size - bytes.count) : bytes
+            fd.withLock { fd in
+                guard fd >= 0 else { return }
+                let written = padded.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+                if written == padded.count { _ = ftruncate(fd, off_t(padded.count)) }
+            }
+        }
     }
 
     /// The command line's side: the content while an agent holds the file, nil otherwise (none running, or

@@ -31,8 +31,8 @@ public struct AlarmRingRepository: Sendable {
 
     /// Starts ringing `due`: a new `ringing` row, or the existing one when this occurrence was started
     /// before (the agent restarted while it rang).
-    public func start(_ due: AlarmPlanner.Due, at now: Date) throws -> AlarmRing {
-        try database.write { db in
+    public func start(_ due: AlarmPlanner.Due, at now: Date, patience: WritePatience = .standard) throws -> AlarmRing {
+        try database.write(patience: patience) { db in
             try db.execute(sql: """
                 INSERT OR IGNORE INTO alarm_ring (alarm_id, kind, due_at, started_at, outcome) VALUES (?, ?, ?, ?, 'ringing')
                 """, arguments: [due.alarmID, due.kind.rawValue, due.dueAt.timeIntervalSince1970, now.timeIntervalSince1970])
@@ -46,8 +46,8 @@ public struct AlarmRingRepository: Sendable {
     /// Records an occurrence missed without ringing (the machine was off or asleep past the late limit).
     /// A `once` alarm turns itself off.
     @discardableResult
-    public func recordMissed(_ due: AlarmPlanner.Due, at now: Date) throws -> Bool {
-        try database.write { db in
+    public func recordMissed(_ due: AlarmPlanner.Due, at now: Date, patience: WritePatience = .standard) throws -> Bool {
+        try database.write(patience: patience) { db in
             try db.execute(sql: """
                 INSERT OR IGNORE INTO alarm_ring (alarm_id, kind, due_at, ended_at, outcome, ended_by)
                 VALUES (?, ?, ?, ?, 'missed', 'late')
@@ -62,9 +62,9 @@ public struct AlarmRingRepository: Sendable {
     /// `once` alarm turns itself off unless snoozed. Returns the ended ring, or nil when it had already ended
     /// (someone else answered first).
     public func end(ringID id: Int64, outcome: AlarmRingOutcome, by ender: AlarmRingEnder, at now: Date,
-                    snoozeUntil: Date? = nil) throws -> AlarmRing? {
+                    snoozeUntil: Date? = nil, patience: WritePatience = .standard) throws -> AlarmRing? {
         precondition(outcome != .ringing, "a ring ends as stopped, snoozed or missed")
-        return try database.write { db in
+        return try database.write(patience: patience) { db in
             try db.execute(sql: """
                 UPDATE alarm_ring SET outcome = ?, ended_by = ?, ended_at = ?, snooze_until = ? WHERE id = ? AND outcome = 'ringing'
                 """, arguments: [outcome.rawValue, ender.rawValue, now.timeIntervalSince1970,
@@ -80,6 +80,14 @@ public struct AlarmRingRepository: Sendable {
     public func ringing() throws -> AlarmRing? {
         try database.read { db in
             try Row.fetchOne(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE outcome = 'ringing' ORDER BY id DESC LIMIT 1").flatMap(Self.decode)
+        }
+    }
+
+    /// The ring of one occurrence, if the store has it.
+    public func ring(occurrence due: AlarmPlanner.Due) throws -> AlarmRing? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT \(AlarmRingRow.columns) FROM alarm_ring WHERE alarm_id = ? AND kind = ? AND due_at = ?",
+                             arguments: [due.alarmID, due.kind.rawValue, due.dueAt.timeIntervalSince1970]).flatMap(Self.decode)
         }
     }
 

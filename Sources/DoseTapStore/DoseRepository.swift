@@ -179,9 +179,9 @@ public struct DoseRepository: Sendable {
     }
 
     /// Remembers that reminders were fired (or made pointless), so a restart never repeats them.
-    public func markFired(_ reminders: [Reminder], at now: Date) throws {
+    public func markFired(_ reminders: [Reminder], at now: Date, patience: WritePatience = .standard) throws {
         guard !reminders.isEmpty else { return }
-        try database.write { db in
+        try database.write(patience: patience) { db in
             for r in reminders {
                 try db.execute(sql: "INSERT OR IGNORE INTO reminder_fired (session_id, kind, due_at, fired_at) VALUES (?, ?, ?, ?)",
                                arguments: [r.sessionID.uuidString, r.kind.rawValue, r.dueAt.timeIntervalSince1970, now.timeIntervalSince1970])

@@ -12,6 +12,8 @@ public enum AgentRecord {
     public static let wakeName = "wake-status.json"
     /// Whether the agent can make the alarm's sound (`SoundStatusFile`).
     public static let soundName = "sound-status.json"
+    /// Whether the agent can write its data (`StoreHealth`, #51).
+    public static let storeName = "store-status.json"
     /// A record is a few hundred bytes; more than this is not the agent's.
     static let maximumSize = 1 << 20
 
@@ -64,6 +66,21 @@ public enum AgentRecord {
         if canPlay { return .some(nil) }
         guard let reason = object["reason"]?.string, let fix = object["fix"]?.string else { return nil }
         return .some(SoundUnavailable(reason: reason, fix: fix))
+    }
+
+    /// The agent's finding about its data (`{"canWrite": true}`, or false with the sentence to show): `.some(nil)` it
+    /// can write, `.some(sentence)` it cannot, nil when the record is not one the agent writes.
+    public static func store(_ bytes: [UInt8]) -> String?? {
+        guard let object = JSONValue.parse(bytes), let canWrite = object["canWrite"]?.bool else { return nil }
+        if canWrite { return .some(nil) }
+        guard let message = object["message"]?.string else { return nil }
+        return .some(message)
+    }
+
+    /// The running agent's sentence about its data in `dataDirectory` when it cannot write it; nil when it can, or no
+    /// agent holds the record.
+    public static func storeProblem(dataDirectory: String) -> String? {
+        readFromRunningAgent(path: dataDirectory + "/" + storeName).flatMap(store) ?? nil
     }
 
     /// The running agent's wake finding in `dataDirectory`, or nil when no agent holds its record (or it is not one).

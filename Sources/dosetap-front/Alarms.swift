@@ -41,15 +41,18 @@ struct FrontAlarms {
     struct Findings {
         var wake: WakeUnavailable?
         var sound: SoundUnavailable?
+        /// The running agent's word that it cannot write its data (#51).
+        var store: String?
 
-        /// `AlarmWarnings.lines`: the wake warning, then the sound warning.
-        var lines: [String] { [wake?.message, sound?.message].compactMap { $0 } }
+        /// `AlarmWarnings.lines`: the wake warning, the sound warning, then the data's.
+        var lines: [String] { [wake?.message, sound?.message, store].compactMap { $0 } }
     }
 
     /// - Parameter sound: whether the sound finding is needed too (the alarm screen's warnings; the status bar's
     ///   glance needs only whether the machine can wake, for the forecast).
     func findings(sound needed: Bool) -> Findings? {
         guard let wake = AgentRecord.wake(dataDirectory: data.folder) else { return nil }
+        let store = AgentRecord.storeProblem(dataDirectory: data.folder)
         var sound: SoundUnavailable?
         if needed {
             guard let found = AgentRecord.sound(dataDirectory: data.folder) else { return nil }
@@ -60,9 +63,9 @@ struct FrontAlarms {
             // `WakeCheck`: the helper may have stopped since the agent looked; if it does not answer, the full
             // program's own check of the machine decides.
             guard WakeHelperClient.ask(socket, "CHECK") == nil else { return nil }
-            return Findings(wake: nil, sound: sound)
-        case .success: return Findings(wake: nil, sound: sound)
-        case .failure(let problem): return Findings(wake: problem, sound: sound)
+            return Findings(wake: nil, sound: sound, store: store)
+        case .success: return Findings(wake: nil, sound: sound, store: store)
+        case .failure(let problem): return Findings(wake: problem, sound: sound, store: store)
         }
     }
 

@@ -46,7 +46,7 @@ struct AlarmServiceTests {
             let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
             let store = DataStore(database: database)
             let events = EventBus()
-            let alarms = AlarmUseCases(store: store, clock: clock, battery: { nil }, events: events)
+            let alarms = AlarmUseCases(store: store, clock: clock, battery: { nil }, events: events, answerPatience: .brief)
             let service = AlarmService(store: store, alarms: alarms, ringer: ringer, clock: clock, logger: logger, events: events,
                                        databaseChanges: nil)
             return World(directory: directory, database: database, clock: clock, haptics: haptics, player: player, desktop: desktop,

@@ -14,10 +14,14 @@ public protocol RingHolder: Sendable {
     func poke()
     /// This machine's own alarm ringing now, by id; nil when none (a household backup is never one of ours).
     var ownAlarmRinging: Int? { get }
+    /// Ends its ring here, the answer kept in memory until the store takes it — when the use case could not write
+    /// it (#51: a Stop is never lost to a locked or full disk). The ended ring; nil when it cannot (nothing rings).
+    func answerHere(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> AlarmRing?
 }
 
 extension RingHolder {
     public var ownAlarmRinging: Int? { nil }
+    public func answerHere(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> AlarmRing? { nil }
 }
 
 /// This machine's own alarms as the household answers them (#12): a Stop of alarm `id` heard from another
@@ -69,6 +73,15 @@ public struct RingAnswers: RingAnswering, OwnAlarmAnswering {
                 break
             }
         }
+        if let problem, holders.contains(where: \.isRinging), Self.storeCouldNotAnswer(problem) {
+            // The store could not take the answer (locked, full, read-only), or has no row of a ring it could not
+            // record: the ring ends here all the same, its answer written later.
+            for holder in holders where holder.isRinging {
+                guard let ring = holder.answerHere(outcome, by: ender) else { continue }
+                log(AlarmUseCases.RingAnswer(alarm: nil, ring: ring, backupOf: nil), outcome, by: ender)
+                answered += 1
+            }
+        }
         guard answered > 0 else {
             logger.notice("nothing to \(outcome == .snoozed ? "snooze" : "stop"): \(problem.map { "\($0)" } ?? "no alarm is ringing")",
                           metadata: ["by": "\(ender.rawValue)"])
@@ -76,6 +89,13 @@ public struct RingAnswers: RingAnswering, OwnAlarmAnswering {
         }
         for holder in holders { holder.poke() }
         return true
+    }
+
+    /// Whether `error` says the store could not take the answer (or had no row of the ring), not that the answer was
+    /// refused for its own sake.
+    static func storeCouldNotAnswer(_ error: any Error) -> Bool {
+        guard let refusal = error as? UseCaseError else { return true }
+        return refusal.kind == .unavailable || refusal.kind == .refused
     }
 
     private func log(_ answer: AlarmUseCases.RingAnswer, _ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) {

@@ -16,12 +16,22 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         var knownSession: UUID?
         var knownDose2 = false
         var knownSnoozes = 0
+        /// The reminders of the current night this agent fired or found fired: each fires once per due instant,
+        /// whatever the store says (#51: a store that could not record one made it fire again at every look).
+        var firedHere: Set<Reminder> = []
+        /// Fired (or made pointless) here but not recorded yet, with when: written when the store can be.
+        var unsaved: [Reminder: Date] = [:]
+        /// The log as last read: the plan when the store cannot be read.
+        var lastLog: DoseLog?
+        /// When to try the store again while it fails.
+        var retryAt: Date?
     }
 
     private let repository: DoseRepository
     private let clock: any Scheduling
     private let notifier: any Notifier
     private let logger: Logger
+    private let health: StoreHealth
     private let startedAt: Date
     private let databaseChanges: AsyncStream<Void>?
     private let events: EventBus?
@@ -31,14 +41,17 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     /// was not running, or the machine slept), "device_powered_off".
     private let closeTolerance: TimeInterval = 120
 
-    /// - Parameter notifier: posts the reminders; told first when a night is scheduled (`Notifier.nightScheduled`).
+    /// - Parameters:
+    ///   - notifier: posts the reminders; told first when a night is scheduled (`Notifier.nightScheduled`).
+    ///   - health: where a store that cannot be written is reported (one for the whole agent); its own when nil.
     public init(repository: DoseRepository, clock: any Scheduling, notifier: any Notifier, logger: Logger,
-                databaseChanges: AsyncStream<Void>?, events: EventBus? = nil) {
+                databaseChanges: AsyncStream<Void>?, events: EventBus? = nil, health: StoreHealth? = nil) {
         self.events = events
         self.repository = repository
         self.clock = clock
         self.notifier = notifier
         self.logger = logger
+        self.health = health ?? StoreHealth(folder: repository.database.folder, logger: logger)
         self.databaseChanges = databaseChanges
         startedAt = clock.now()
         loop = PlanningLoop(clock: clock)
@@ -49,6 +62,9 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         loop.poke()
     }
 
+    /// Reminders fired here whose record is not written yet (a store that cannot be written).
+    public var unsavedReminders: Int { state.withLock { $0.unsaved.count } }
+
     public func run() async throws {
         // A dose recorded in this process (a button, a notification): plan again at once.
         await loop.run(databaseChanges: databaseChanges, events: events, replanOn: { event in
@@ -57,37 +73,85 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         }, plan: { tick() })
     }
 
-    /// One pass: fire what is due, close the night when it is over, and say when to look again.
+    /// One pass: fire what is due, close the night when it is over, and say when to look again. A store that
+    /// cannot be read or written changes neither what fires nor how often: the plan comes from the log as last
+    /// read, each reminder fires once, and what could not be recorded is written when the store can be — tried
+    /// again on `StoreTrouble`'s back-off, not at once.
     @discardableResult
     public func tick() -> Date? {
         let now = clock.now()
         let zone = clock.timeZone
+        let log: DoseLog
         do {
-            let log = try repository.recentLog(now: now)
-            guard let session = log.sessions.last else { return nil }
-            describeChanges(session, now: now)
-            var fired = try repository.firedReminders(session: session.id)
-            let (fire, superseded) = ReminderPlanner.due(session, fired: fired, now: now)
-            if let fire {
-                notifier.post(ReminderPlanner.notification(for: fire, session: session, now: now))
-            }
-            let done = (fire.map { [$0] } ?? []) + superseded
-            try repository.markFired(done, at: now)
-            fired.formUnion(done)
-            if session.dose2 == nil, session.skip == nil, now >= session.windowClosesAt {
-                let onTime = startedAt <= session.windowClosesAt && now.timeIntervalSince(session.windowClosesAt) < closeTolerance
-                let reason: SkipReason = onTime ? .windowExpired : .devicePoweredOff
-                switch try repository.submit(DoseInput(command: .autoSkip(reason), source: .agent, issuedAt: now), now: now, timeZone: zone) {
-                case .recorded:
-                    logger.notice("night closed without Dose 2", metadata: ["reason": "\(reason.rawValue)", "night": "\(session.nightDate)"])
-                case .refused(let refusal, _):
-                    logger.debug("night not closed", metadata: ["reason": "\(refusal.message)"])
-                }
-            }
-            return ReminderPlanner.nextDue(session, fired: fired, now: now)
+            log = try repository.recentLog(now: now)
+            state.withLock { $0.lastLog = log }
         } catch {
-            logger.error("cannot read the dose log; retrying in a minute", metadata: ["error": "\(error)"])
-            return now.addingTimeInterval(60)
+            let retry = health.failed(error, doing: "reading the dose log", at: now)
+            guard let last = state.withLock({ $0.lastLog }) else { return retry }
+            log = last
+            state.withLock { $0.retryAt = retry }
+        }
+        guard let session = log.sessions.last else { return saveFired(now: now) }
+        describeChanges(session, now: now)
+        var fired = state.withLock { $0.firedHere }
+        if let stored = try? repository.firedReminders(session: session.id) { fired.formUnion(stored) }
+        let (fire, superseded) = ReminderPlanner.due(session, fired: fired, now: now)
+        if let fire {
+            notifier.post(ReminderPlanner.notification(for: fire, session: session, now: now))
+        }
+        let done = (fire.map { [$0] } ?? []) + superseded
+        fired.formUnion(done)
+        state.withLock { s in
+            // Only this night's are kept once written; one not written yet is kept until it is.
+            s.firedHere = fired.filter { $0.sessionID == session.id }
+            for reminder in done { s.unsaved[reminder] = s.unsaved[reminder] ?? now }
+        }
+        var wake = [saveFired(now: now)]
+        if session.dose2 == nil, session.skip == nil, now >= session.windowClosesAt {
+            wake.append(closeNight(session, now: now, zone: zone))
+        }
+        wake.append(ReminderPlanner.nextDue(session, fired: fired, now: now))
+        return wake.compactMap { $0 }.min()
+    }
+
+    /// Writes the reminders fired but not recorded; returns when to try again while the store refuses.
+    private func saveFired(now: Date) -> Date? {
+        let (unsaved, retryAt) = state.withLock { ($0.unsaved, $0.retryAt) }
+        guard !unsaved.isEmpty else { return nil }
+        if let retryAt, now < retryAt { return retryAt }
+        do {
+            for (at, reminders) in Dictionary(grouping: unsaved.keys, by: { unsaved[$0]! }) {
+                try repository.markFired(reminders, at: at, patience: .brief)
+                state.withLock { s in for reminder in reminders { s.unsaved[reminder] = nil } }
+            }
+            state.withLock { $0.retryAt = nil }
+            health.succeeded()
+            return nil
+        } catch {
+            let retry = health.failed(error, doing: "recording the reminders fired", at: now)
+            state.withLock { $0.retryAt = retry }
+            return retry
+        }
+    }
+
+    /// The night got neither Dose 2 nor a skip: recorded as skipped by the agent. Returns when to try again if the
+    /// store refused.
+    private func closeNight(_ session: NightSession, now: Date, zone: TimeZone) -> Date? {
+        if let retryAt = state.withLock({ $0.retryAt }), now < retryAt { return retryAt }
+        let onTime = startedAt <= session.windowClosesAt && now.timeIntervalSince(session.windowClosesAt) < closeTolerance
+        let reason: SkipReason = onTime ? .windowExpired : .devicePoweredOff
+        do {
+            switch try repository.submit(DoseInput(command: .autoSkip(reason), source: .agent, issuedAt: now), now: now, timeZone: zone) {
+            case .recorded:
+                logger.notice("night closed without Dose 2", metadata: ["reason": "\(reason.rawValue)", "night": "\(session.nightDate)"])
+            case .refused(let refusal, _):
+                logger.debug("night not closed", metadata: ["reason": "\(refusal.message)"])
+            }
+            return nil
+        } catch {
+            let retry = health.failed(error, doing: "closing the night without Dose 2", at: now)
+            state.withLock { $0.retryAt = retry }
+            return retry
         }
     }
 

@@ -46,6 +46,8 @@ final class AgentWiring: Sendable {
     let household: HouseholdService
     let ringing: RingAnswers
     let usageAlerts: AlertUseCases
+    /// Whether the data can be written, for every service that writes in the background (#51).
+    let storeHealth: StoreHealth
 
     init(paths: DataPaths, logger: Logger) async throws {
         self.paths = paths
@@ -59,6 +61,8 @@ final class AgentWiring: Sendable {
         configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
         database = try DoseTapDatabase(directory: paths.dataDirectory)
         store = DataStore(database: database)
+        storeHealth = StoreHealth(folder: paths.dataDirectory.path, logger: logger,
+                                  record: StoreHealth.record(dataDirectory: paths.dataDirectory, logger: logger))
         // One libudev client for the power supplies, the HID remotes and the vibration motor.
         udev = try UdevClient(logger: logger)
         source = UdevPowerSupplySource(udev: udev, logger: logger)
@@ -84,10 +88,13 @@ final class AgentWiring: Sendable {
         let battery = self.battery
         doses = DoseUseCases(repository: doseRepository, clock: SystemClock(), battery: { battery.statusNow() }, events: events)
         // Alarms: they ring here until Stop or Snooze (the CLI, the notification, any button) or ten minutes.
-        alarmUseCases = AlarmUseCases(store: store, clock: SystemClock(), battery: { battery.statusNow() }, events: events)
+        alarmUseCases = AlarmUseCases(store: store, clock: SystemClock(), battery: { battery.statusNow() }, events: events,
+                                      answerPatience: .brief)
         ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: TimerFDScheduler.shared, logger: logger)
+        let ringer = self.ringer
+        storeHealth.announce { title, body in await ringer.announce(title: title, body: body) }
         alarms = AlarmService(store: store, alarms: alarmUseCases, ringer: ringer, clock: TimerFDScheduler.shared,
-                              logger: logger, events: events, databaseChanges: watcher?.changes())
+                              logger: logger, events: events, databaseChanges: watcher?.changes(), health: storeHealth)
         // The household (#12): backups of our alarms, and the others' backups ringing here.
         let settings = configuration.current
         identity = HouseholdIdentity(name: settings.householdName, device: settings.device)
@@ -146,7 +153,7 @@ final class AgentWiring: Sendable {
                 logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)", "keptKB": "\(pages.keptKB)"])
             })
         let scheduler = DoseScheduler(repository: doseRepository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
-                                      databaseChanges: watcher?.changes(), events: events)
+                                      databaseChanges: watcher?.changes(), events: events, health: storeHealth)
         return [
             // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
             .init(service: AlarmRiskMonitor(events: events, database: database, clock: SystemClock(), logger: logger, feedback: feedback)),

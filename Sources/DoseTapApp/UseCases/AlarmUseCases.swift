@@ -5,6 +5,7 @@ import Foundation
 /// Setting, changing and listing alarms (#11), for the command line and later the web page.
 public struct AlarmUseCases: Sendable {
     private let store: DataStore
+    private let answerPatience: WritePatience
     private let clock: any WallClock
     private let battery: @Sendable () -> BatteryStatus?
     private let events: EventBus?
@@ -14,8 +15,11 @@ public struct AlarmUseCases: Sendable {
     ///   - battery: the battery now and its drain, or nil where none can be read (no nudge then).
     ///   - sounds: the names of this machine's sounds, to check an alarm's own sound (`dosetap sounds list`);
     ///     without it no sound can be chosen.
+    /// - Parameter answerPatience: how long a Stop or Snooze waits for another process's write lock. The agent's
+    ///   is brief: its faces then end the ring in memory (`RingAnswers`) instead of ringing on while they wait (#51).
     public init(store: DataStore, clock: any WallClock, battery: @escaping @Sendable () -> BatteryStatus?,
-                events: EventBus? = nil, sounds: (@Sendable () -> Set<String>)? = nil) {
+                events: EventBus? = nil, sounds: (@Sendable () -> Set<String>)? = nil, answerPatience: WritePatience = .standard) {
+        self.answerPatience = answerPatience
         self.store = store
         self.clock = clock
         self.battery = battery
@@ -192,6 +196,12 @@ public struct AlarmUseCases: Sendable {
         public var ring: AlarmRing
         /// For a backup alarm of the household (#12): the device whose alarm it is.
         public var backupOf: String?
+
+        public init(alarm: Alarm?, ring: AlarmRing, backupOf: String?) {
+            self.alarm = alarm
+            self.ring = ring
+            self.backupOf = backupOf
+        }
     }
 
     /// Stops the alarm ringing now (`dosetap alarm stop`, a notification's Stop, a button's single press).
@@ -216,7 +226,7 @@ public struct AlarmUseCases: Sendable {
         let ended: AlarmRing?
         do {
             ended = try rings.end(ringID: ringing.id, outcome: outcome, by: ender, at: now,
-                                  snoozeUntil: now.addingTimeInterval(AlarmRingRules.snoozeInterval))
+                                  snoozeUntil: now.addingTimeInterval(AlarmRingRules.snoozeInterval), patience: answerPatience)
         } catch {
             throw UseCaseError.unavailable("could not save the alarm: \(error)")
         }

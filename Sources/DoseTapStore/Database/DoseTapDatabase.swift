@@ -19,6 +19,8 @@ import Glibc
 public final class DoseTapDatabase: Sendable {
     let writer: DatabasePool
     public let path: String
+    /// The data folder the file is in.
+    public var folder: String { path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "." }
     public let isReadOnly: Bool
     /// Writes made through this instance, counted after each one ends (with `PRAGMA data_version`, which
     /// counts other connections' commits, it tells whether a cached read is still current).
@@ -127,24 +129,59 @@ public final class DoseTapDatabase: Sendable {
     /// `CommitDurability`). `wakesPlanners: false` is for a commit nothing the agent plans on depends on (a battery
     /// sample, which the monitor publishes as an event): `changeMark()` does not move for it, so the agent's own
     /// followers of the data folder are not woken by it (`DatabaseChangeGate`); other processes still are.
-    func write<T>(durability: CommitDurability = .immediate, wakesPlanners: Bool = true, _ body: (Database) throws -> T) throws -> T {
-        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
-        defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
+    /// `patience` is how long it waits for another process's write lock (`WritePatience`).
+    ///
+    /// Only a write that committed is counted and announced: a failed one changed nothing, and announcing it woke the
+    /// agent's own planners to try again at once — a loop of hundreds of failures a second on a full disk (#51).
+    func write<T>(durability: CommitDurability = .immediate, wakesPlanners: Bool = true, patience: WritePatience = .standard,
+                  _ body: (Database) throws -> T) throws -> T {
+        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only", cause: .readOnly) }
+        var didCommit = false
+        defer {
+            localWrites.add(1, ordering: .sequentiallyConsistent)
+            if didCommit { committed(wakesPlanners: wakesPlanners) }
+        }
         do {
-            defer { committed(wakesPlanners: wakesPlanners) }
             if durability == .deferred, deferrable() {
-                return try writer.writeWithoutTransaction { db in try unsynced(db, body) }
+                return try writer.writeWithoutTransaction { db in try unsynced(db, patience: patience, committed: &didCommit, body) }
             }
             let started = monotonic()
-            if syncState.withLock({ $0.unsure }) {
-                try writer.writeWithoutTransaction { db in try restoreSyncIfUnsure(db) }
+            let result: T
+            if patience == .standard {
+                if syncState.withLock({ $0.unsure }) {
+                    try writer.writeWithoutTransaction { db in try restoreSyncIfUnsure(db) }
+                }
+                result = try writer.write(body)
+            } else {
+                result = try writer.writeWithoutTransaction { db in
+                    try restoreSyncIfUnsure(db)
+                    return try patiently(db, patience) { try transaction(db, body) }
+                }
             }
-            let result = try writer.write(body)
+            didCommit = true
             syncState.withLock { $0.lastSynced = started }
             return result
         } catch let error as DatabaseError {
-            throw Self.explain(error, path: path, action: "write")
+            throw Self.explain(error, path: path, action: "write", waited: patience.text)
         }
+    }
+
+    /// One immediate transaction around `body`.
+    private func transaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        var result: T?
+        try db.inTransaction(.immediate) {
+            result = try body(db)
+            return .commit
+        }
+        return result!
+    }
+
+    /// Runs `body` with the connection's busy timeout set to `patience`, then back to the standard one.
+    private func patiently<T>(_ db: Database, _ patience: WritePatience, _ body: () throws -> T) throws -> T {
+        guard patience != .standard else { return try body() }
+        try db.execute(sql: "PRAGMA busy_timeout = \(patience.milliseconds)")
+        defer { try? db.execute(sql: "PRAGMA busy_timeout = \(WritePatience.standard.milliseconds)") }
+        return try body()
     }
 
     /// Whether a deferred commit may skip its `fsync`: a commit through this instance reached the disk less than
@@ -158,21 +195,16 @@ public final class DoseTapDatabase: Sendable {
     }
 
     /// One transaction at `synchronous = NORMAL` (WAL: appended, not synced; the next synced commit or checkpoint
-    /// syncs it too), then back to `FULL`. If going back fails, the next write sets it first.
-    private func unsynced<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+    /// syncs it too), then back to `FULL`. If going back fails, the next write sets it first. `committed` is set
+    /// once the transaction committed, even when going back then fails.
+    private func unsynced<T>(_ db: Database, patience: WritePatience, committed: inout Bool, _ body: (Database) throws -> T) throws -> T {
         try db.execute(sql: "PRAGMA synchronous = NORMAL")
         syncState.withLock { $0.unsure = true }
-        var result: T?
-        let outcome = Result {
-            try db.inTransaction {
-                result = try body(db)
-                return .commit
-            }
-        }
+        let outcome = Result { try patiently(db, patience) { try transaction(db, body) } }
+        if case .success = outcome { committed = true }
         try db.execute(sql: "PRAGMA synchronous = FULL")
         syncState.withLock { $0.unsure = false }
-        try outcome.get()
-        return result!
+        return try outcome.get()
     }
 
     /// `synchronous = FULL` again if a deferred write could not reset it (a write that must reach the disk never
@@ -185,14 +217,22 @@ public final class DoseTapDatabase: Sendable {
 
     /// A write that manages its own transaction (`BEGIN IMMEDIATE` for the dose policy).
     func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
-        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only") }
-        defer { localWrites.add(1, ordering: .sequentiallyConsistent) }
+        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only", cause: .readOnly) }
+        var changed = false
+        defer {
+            localWrites.add(1, ordering: .sequentiallyConsistent)
+            if changed { committed(wakesPlanners: true) }
+        }
         do {
-            defer { committed(wakesPlanners: true) }
             let started = monotonic()
             let result = try writer.writeWithoutTransaction { db in
                 try restoreSyncIfUnsure(db)
-                return try body(db)
+                // Announced when the body returned (it committed, or chose to roll back) having changed rows: a body
+                // that threw (a commit that failed on a full disk) changed nothing.
+                let before = db.totalChangesCount
+                let result = try body(db)
+                changed = db.totalChangesCount != before
+                return result
             }
             syncState.withLock { $0.lastSynced = started }
             return result
@@ -212,7 +252,7 @@ public final class DoseTapDatabase: Sendable {
         if fd >= 0 { close(fd) }
     }
 
-    /// After a write (committed or not): counted for `changeMark` first, then announced, so a follower woken by the
+    /// After a committed write: counted for `changeMark` first, then announced, so a follower woken by the
     /// announcement finds the mark moved.
     private func committed(wakesPlanners: Bool) {
         if wakesPlanners { plannedWrites.add(1, ordering: .sequentiallyConsistent) }
@@ -249,6 +289,29 @@ public final class DoseTapDatabase: Sendable {
     /// The applied migrations, oldest first.
     public func appliedMigrations() throws -> [String] {
         try read { db in try Migrations.migrator.appliedMigrations(db) }
+    }
+}
+
+/// How long a write waits for another process's write lock before it fails.
+public enum WritePatience: Sendable, Equatable {
+    /// SQLite's busy timeout as every connection has it: 5 s (a command, a dose).
+    case standard
+    /// A quarter of a second: the agent's own bookkeeping (a ring, a reminder fired), kept in memory and written later
+    /// when the lock is held longer — the agent's one thread must not wait 5 s while an alarm rings (#51).
+    case brief
+
+    var milliseconds: Int {
+        switch self {
+        case .standard: 5000
+        case .brief: 250
+        }
+    }
+
+    var text: String {
+        switch self {
+        case .standard: "5 s"
+        case .brief: "0.25 s"
+        }
     }
 }
 

@@ -1,0 +1,68 @@
+import DoseTapCore
+@testable import DoseTapStore
+import DoseTapTesting
+import Foundation
+import Testing
+
+/// #51: a write the store refuses changed nothing and is not announced (announcing it woke the agent's planners to
+/// try again at once: hundreds of failures a second on a full disk); the agent's brief writes give up on a held lock
+/// in a quarter of a second and say why.
+@Suite("Store: refused writes are not announced; brief patience", .serialized)
+struct StoreLockTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func fresh() throws -> DoseTapDatabase {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-lock-\(UUID().uuidString)")
+        return try DoseTapDatabase(directory: url)
+    }
+
+    func reminder() -> Reminder { Reminder(kind: .windowOpen, sessionID: UUID(), dueAt: t0) }
+
+    @Test("a brief write under another process's write lock fails as locked and moves no change mark; after the release it is written and announced")
+    func lockedNotAnnounced() throws {
+        let db = try fresh()
+        let repo = DoseRepository(database: db)
+        let before = try #require(db.changeMark())
+        let lock = try HeldWriteLock(database: db.path)
+        let error = #expect(throws: StoreError.self) { try repo.markFired([reminder()], at: t0, patience: .brief) }
+        #expect(error?.cause == .locked)
+        #expect(error?.description.contains("locked for 0.25 s") == true)
+        #expect(db.changeMark() == before, "a refused write is not a change")
+        lock.release()
+        try repo.markFired([reminder()], at: t0, patience: .brief)
+        #expect(db.changeMark() != before)
+    }
+
+    @Test("the standard patience still says 5 s, and the cause")
+    func standardLocked() throws {
+        let db = try fresh()
+        let lock = try HeldWriteLock(database: db.path)
+        defer { lock.release() }
+        let error = #expect(throws: StoreError.self) { try DoseRepository(database: db).markFired([reminder()], at: t0) }
+        #expect(error?.cause == .locked)
+        #expect(error?.description.contains("locked for 5 s") == true)
+    }
+
+    @Test("a brief write leaves the connection's own busy timeout at 5 s for the next write")
+    func patienceRestored() throws {
+        let db = try fresh()
+        try DoseRepository(database: db).markFired([reminder()], at: t0, patience: .brief)
+        let writerTimeout = try db.writer.writeWithoutTransaction { d in try Int.fetchOne(d, sql: "PRAGMA busy_timeout") }
+        #expect(writerTimeout == 5000)
+    }
+
+    @Test("a write through the dose policy that commits is announced; one that throws is not")
+    func policyWrites() throws {
+        let db = try fresh()
+        let repo = DoseRepository(database: db)
+        let before = try #require(db.changeMark())
+        let lock = try HeldWriteLock(database: db.path)
+        #expect(throws: (any Error).self) {
+            try repo.submit(DoseInput(command: .take(confirmLate: false), source: .cli, issuedAt: t0), now: t0, timeZone: .gmt)
+        }
+        #expect(db.changeMark() == before)
+        lock.release()
+        _ = try repo.submit(DoseInput(command: .take(confirmLate: false), source: .cli, issuedAt: t0), now: t0, timeZone: .gmt)
+        #expect(db.changeMark() != before)
+    }
+}
