@@ -154,9 +154,19 @@ if json {
         checksum &+= f.predictedLevel ?? 0
     }
     let perForecast = Date().timeIntervalSince(costStart) / Double(rounds) * 1e6
+    // And one nudge decision by the deadline (#52), with the same history: what the agent adds per alarm and reading.
+    var nudges = 0
+    let decisionStart = Date()
+    for i in 0..<rounds {
+        let d = NudgeDecision.make(state: state, drain: DrainEstimate(percentPerHour: 12, source: .history),
+                                   alarm: now.addingTimeInterval(Double(3600 + i % 36_000)), now: now, night: outlook)
+        nudges &+= d.nudge == nil ? 0 : 1
+    }
+    let perDecision = Date().timeIntervalSince(decisionStart) / Double(rounds) * 1e6
     print("")
     print("One forecast with the night model (\(richest.sleepDrain.observations.count) sleeps, \(richest.habits.nights.count) evenings learned): "
           + "\(String(format: "%.1f", perForecast)) µs (checksum \(checksum))")
+    print("One nudge decision by the deadline, same history: \(String(format: "%.1f", perDecision)) µs (\(nudges) of \(rounds) nudged)")
     if verbose {
         print("")
         let formatter = ISO8601DateFormatter()
