@@ -54,18 +54,12 @@ public struct BatteryForecast: Sendable, Equatable {
             ?? NightAssumption(kind: .awake, sleepFrom: nil, awakeHours: hours, asleepHours: 0, ringingHours: 0,
                                awakeDrain: drain.percentPerHour, asleepDrain: nil, asleepDrainLearned: false,
                                because: "no night history")
-        guard let drop = assumption.drop else {
+        guard assumption.drop != nil else {
             forecast.reason = "the drain is not known yet: no hardware rate and not enough history"
             return forecast
         }
         forecast.assumption = assumption
-        // The seed's arithmetic, with the drain of the night the machine will have: level − drain × hours.
-        let span = assumption.totalHours
-        let rate = span > 0 ? drop / span : 0
-        let input = RiskInput(level: level, drainPercentPerHour: rate, hours: span, charging: false)
-        // At the moment it rings the machine is awake: a power-off set by time left counts at the awake drain.
-        let offLevel = powerOff.level(drainPercentPerHour: assumption.awakeDrain ?? rate)
-        guard let prediction = try? RiskPredictor.predict(input, powerOffLevel: offLevel) else {
+        guard let prediction = assumption.prediction(level: level, powerOff: powerOff) else {
             forecast.reason = "the battery readings are out of range"
             forecast.assumption = nil
             return forecast

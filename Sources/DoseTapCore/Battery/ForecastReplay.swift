@@ -89,9 +89,7 @@ public struct ForecastReplay: Sendable {
         for (index, row) in rows.enumerated() {
             // Did the machine sleep between the previous reading and this one?
             if let before = previous {
-                let sleepKind = before.sleepsAfter ?? (trace.hasPowerState ? nil
-                    : (row.at.timeIntervalSince(before.at) > Self.maximumAwakeGap ? .unknown : nil))
-                if let kind = sleepKind {
+                if let kind = Self.sleepKind(before: before, next: row, hasPowerState: trace.hasPowerState) {
                     let isNight = Self.isSleepNight(before, next: row, zone: zone)
                     if isNight, before.state == .discharging {
                         // The agent's last word before the night, at PrepareForSleep(true).

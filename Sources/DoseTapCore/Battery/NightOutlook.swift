@@ -98,15 +98,34 @@ public struct NightOutlook: Sendable, Equatable {
                                    awakeDrain: awakeDrain, asleepDrain: nil, asleepDrainLearned: sleep.learned,
                                    because: because)
         case .sleeps(let from, let because):
-            let awake = min(hours, max(0, from.timeIntervalSince(now) / 3600))
-            let asleep = hours - awake
-            // The drain of this night's sleep: its fixed part spread over its hours.
-            let drain = asleep > 0 ? sleep.drop(hours: asleep) / asleep : sleep.percentPerHour
-            return NightAssumption(kind: awake * 60 < 1 ? .asleep : .mixed, sleepFrom: max(from, now), awakeHours: awake,
-                                   asleepHours: asleep, ringingHours: wakesForIt ? ringing / 3600 : 0,
-                                   awakeDrain: awakeDrain, asleepDrain: drain,
-                                   asleepDrainLearned: sleep.learned, because: because)
+            return assume(sleepingFrom: from, now: now, moment: moment, awakeDrain: awakeDrain, wakesForIt: wakesForIt,
+                          because: because)
         }
+    }
+
+    /// The night if the machine stays awake until `from` (now or later) and then sleeps until `moment` wakes it,
+    /// at the drain asleep this machine taught (or the prior): the plan's `.sleeps`, and the deadline's (#52) what-if.
+    public func assume(sleepingFrom from: Date, now: Date, moment: Date, awakeDrain: Double?, wakesForIt: Bool,
+                       because: String) -> NightAssumption {
+        NightAssumption.sleeping(from: from, now: now, moment: moment, awakeDrain: awakeDrain, asleep: learning.sleepDrain.estimate,
+                                 ringing: wakesForIt ? ringing : 0, because: because)
+    }
+}
+
+extension NightAssumption {
+    /// Awake from `now` until `from`, then asleep until `moment`, at `asleep`'s drain (its fixed part spread over
+    /// the hours of this sleep), then `ringing` seconds awake.
+    static func sleeping(from: Date, now: Date, moment: Date, awakeDrain: Double?, asleep sleep: SleepDrainEstimate,
+                         ringing: TimeInterval, because: String) -> NightAssumption {
+        let hours = max(0, moment.timeIntervalSince(now) / 3600)
+        let awake = min(hours, max(0, from.timeIntervalSince(now) / 3600))
+        let asleep = hours - awake
+        // The drain of this night's sleep: its fixed part spread over its hours.
+        let drain = asleep > 0 ? sleep.drop(hours: asleep) / asleep : sleep.percentPerHour
+        return NightAssumption(kind: awake * 60 < 1 ? .asleep : .mixed, sleepFrom: max(from, now), awakeHours: awake,
+                               asleepHours: asleep, ringingHours: max(0, ringing) / 3600,
+                               awakeDrain: awakeDrain, asleepDrain: drain,
+                               asleepDrainLearned: sleep.learned, because: because)
     }
 }
 
@@ -129,4 +148,17 @@ extension NightAssumption {
 
     /// The total hours: awake, asleep and ringing.
     var totalHours: Double { awakeHours + asleepHours + ringingHours }
+
+    /// The seed's arithmetic (`RiskPredictor`, level − drain × hours) with the drain of this night, and the
+    /// machine's power-off level counted as empty; nil when a drain it needs is unknown or an input is out of
+    /// range. What `BatteryForecast.make` and `AlarmDeadline` (#52) both classify.
+    func prediction(level: Double, powerOff: PowerOffPolicy) -> RiskPrediction? {
+        guard let drop else { return nil }
+        let span = totalHours
+        let rate = span > 0 ? drop / span : 0
+        let input = RiskInput(level: level, drainPercentPerHour: rate, hours: span, charging: false)
+        // At the moment it rings the machine is awake: a power-off set by time left counts at the awake drain.
+        let offLevel = powerOff.level(drainPercentPerHour: awakeDrain ?? rate)
+        return try? RiskPredictor.predict(input, powerOffLevel: offLevel)
+    }
 }
