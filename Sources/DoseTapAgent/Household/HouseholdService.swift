@@ -50,6 +50,7 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
 
     let identity: HouseholdIdentity
     let database: DoseTapDatabase
+    let health: StoreHealth
     let link: (any HouseholdBroker)?
     let refused: HouseholdLink.Refused?
     let delivery: BackupDelivery
@@ -76,7 +77,8 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
     ///   - broker: the household broker, a configured one refused (shown by `household status`), or nil.
     public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<any HouseholdBroker, HouseholdLink.Refused>?, delivery: BackupDelivery,
                 ringer: AlarmBell, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
-                ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?) {
+                ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?, health: StoreHealth? = nil) {
+        self.health = health ?? StoreHealth(folder: database.folder, logger: logger)
         self.identity = identity
         self.database = database
         switch broker {
@@ -215,13 +217,18 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
                 await act(decision, now: now)
             }
             if state.withLock({ $0.lastPrune.map { now.timeIntervalSince($0) > 3600 } ?? true }) {
-                try repository.prune(before: now.addingTimeInterval(-HouseholdCascade.retention))
+                // Tried once an hour whether it worked or not: a store that cannot be written does not stop the cascade.
                 state.withLock { $0.lastPrune = now }
+                do {
+                    try repository.prune(before: now.addingTimeInterval(-HouseholdCascade.retention))
+                } catch {
+                    health.failed(error, doing: "pruning the household's old slots", at: now)
+                }
             }
             writeStatus(view: view, now: now)
         } catch {
-            logger.error("cannot run the household cascade", metadata: ["error": "\(error)"])
-            wake.append(now.addingTimeInterval(60))
+            // Told as the store's state (#51): one line when it begins, not one per pass; tried again on its back-off.
+            wake.append(health.failed(error, doing: "running the household cascade", at: now))
         }
         // A decision acted on may have made the next one due at once (a missed slot, a claim): look again soon.
         return wake.min().map { max($0, now) }

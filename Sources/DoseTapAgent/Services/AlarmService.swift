@@ -93,6 +93,11 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
     }
 
     public func run() async throws {
+        // The store can be written again: what was kept in memory is written now, not at the back-off.
+        health.whenRecovered { [weak self] in
+            self?.state.withLock { $0.retryAt = nil }
+            self?.poke()
+        }
         await loop.run(databaseChanges: databaseChanges, events: events, replanOn: { event in
             switch event {
             case .settingsChanged, .alarmEnded: true

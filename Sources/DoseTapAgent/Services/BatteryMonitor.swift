@@ -37,12 +37,15 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
     /// Samples closer together than this are not stored (a burst of uevents is one observation).
     private let minimumStoreInterval: TimeInterval = 30
 
+    private let health: StoreHealth?
+
     public init(source: any PowerSupplySource, history: (any BatteryHistoryStore)?, clock: any Scheduling,
                 configuration: ConfigurationHolder, logger: Logger, events: EventBus? = nil,
                 powerOff: PowerOffPolicy = .upowerDefault, night: NightWatch? = nil,
                 onReady: @escaping @Sendable () -> Void = {},
                 onEvaluated: @escaping @Sendable (BatteryStatus) -> Void = { _ in },
-                beforeSample: @escaping @Sendable () -> Void = {}) {
+                beforeSample: @escaping @Sendable () -> Void = {}, health: StoreHealth? = nil) {
+        self.health = health
         self.beforeSample = beforeSample
         self.night = night
         self.events = events
@@ -187,8 +190,14 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
             do {
                 try history.append(sample)
                 monitor.lastStored = sample
+                health?.succeeded()
             } catch {
-                logger.error("cannot store battery sample", metadata: ["error": "\(error)"])
+                // With the agent's store health: told as a state (#51), not a line a minute.
+                if let health {
+                    health.failed(error, doing: "storing a battery sample", at: now)
+                } else {
+                    logger.error("cannot store battery sample", metadata: ["error": "\(error)"])
+                }
             }
         }
         let status = BatteryStatus(state: state, drain: monitor.estimator.estimate(for: state), powerOff: powerOff,

@@ -66,6 +66,11 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     public var unsavedReminders: Int { state.withLock { $0.unsaved.count } }
 
     public func run() async throws {
+        // The store can be written again: the reminders fired meanwhile are recorded now, not at the back-off.
+        health.whenRecovered { [weak self] in
+            self?.state.withLock { $0.retryAt = nil }
+            self?.poke()
+        }
         // A dose recorded in this process (a button, a notification): plan again at once.
         await loop.run(databaseChanges: databaseChanges, events: events, replanOn: { event in
             if case .doseRecorded = event { return true }

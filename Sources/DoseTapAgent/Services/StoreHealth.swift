@@ -4,6 +4,7 @@ import DoseTapLinux
 import DoseTapStore
 import Foundation
 import Logging
+import ServiceLifecycle
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -24,6 +25,11 @@ public final class StoreHealth: Sendable {
     private let logger: Logger
     private let record: AgentStatusFile.Holder?
     private let announcer = Mutex<(@Sendable (_ title: String, _ body: String) async -> Void)?>(nil)
+    /// Told when the trouble ends: each service that kept writes in memory tries them at once, not at its back-off.
+    private let recoveredHandlers = Mutex<[@Sendable () -> Void]>([])
+    /// Yields when the trouble begins or ends (`StoreCheckService` waits on it).
+    let changes: AsyncStream<Void>
+    private let changed: AsyncStream<Void>.Continuation
 
     /// - Parameters:
     ///   - folder: the data folder, named in the sentence.
@@ -32,6 +38,7 @@ public final class StoreHealth: Sendable {
         self.folder = folder
         self.logger = logger
         self.record = record
+        (changes, changed) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         write(nil, since: nil)
     }
 
@@ -65,6 +72,11 @@ public final class StoreHealth: Sendable {
         return retryAt
     }
 
+    /// `handler` runs each time a trouble ends (a service writes what it kept in memory at once).
+    public func whenRecovered(_ handler: @escaping @Sendable () -> Void) {
+        recoveredHandlers.withLock { $0.append(handler) }
+    }
+
     /// A write succeeded: a trouble in progress is over.
     public func succeeded() {
         guard trouble.withLock({ $0.isFailing }) else { return }
@@ -80,6 +92,7 @@ public final class StoreHealth: Sendable {
         let detail = error.map { DisplayText.escaped("\($0)", maxLength: 400) } ?? "-"
         switch report {
         case .began(let problem), .changed(_, let problem):
+            changed.yield()
             let sentence = problem.sentence(folder: folder)
             write(problem, since: trouble.withLock { $0.episode?.since })
             logger.error("\(sentence)", metadata: ["while": "\(what ?? "-")", "error": "\(detail)"])
@@ -91,8 +104,10 @@ public final class StoreHealth: Sendable {
                 "since": "\(since)", "failedWrites": "\(failures)", "error": "\(detail)",
             ])
         case .recovered(let problem, let since, let failures):
+            changed.yield()
             write(nil, since: nil)
-            logger.notice("the data can be written again: what was kept in memory is saved", metadata: [
+            for handler in recoveredHandlers.withLock({ $0 }) { handler() }
+            logger.notice("the data can be written again: what was kept in memory is saved as each service tries again", metadata: [
                 "was": "\(problem.reason)", "since": "\(since)", "failedWrites": "\(failures)",
             ])
         }
@@ -108,5 +123,38 @@ public final class StoreHealth: Sendable {
                        ("message", .string(problem.sentence(folder: folder)))]
         }
         record.write(Array((JSON.object(fields).text + "\n").utf8), reserving: 1024)
+    }
+}
+
+/// While the store is in trouble, checks on `StoreTrouble`'s back-off whether it can be written again
+/// (`DoseTapDatabase.checkWritable`, which writes nothing), so the trouble is said to be over — the notification's
+/// sentence gone from `alarm list`, `status` and the dashboard — even when nothing needed writing. Idle otherwise.
+struct StoreCheckService: Service, CustomStringConvertible {
+    var description: String { "StoreCheckService" }
+    let health: StoreHealth
+    let check: @Sendable () throws -> Void
+    let clock: any Scheduling
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var changes = health.changes.makeAsyncIterator()
+            var checks = 0
+            while !Task.isCancelled {
+                guard health.problem != nil else {
+                    checks = 0
+                    guard await changes.next() != nil else { return }
+                    continue
+                }
+                checks += 1
+                if await clock.sleep(for: StoreTrouble.retryDelay(afterFailures: checks)) == .cancelled { return }
+                guard health.problem != nil else { continue }
+                do {
+                    try check()
+                    health.succeeded()
+                } catch {
+                    health.failed(error, doing: "checking whether the data can be written", at: clock.now())
+                }
+            }
+        }
     }
 }

@@ -59,10 +59,14 @@ final class AgentWiring: Sendable {
         // on the generic executor now (EpollLoop, docs/performance.md).
         pages = ProcessInfo.processInfo.environment["DOSETAP_RELEASE_PAGES"] == "0" ? nil : ResidentPages()
         configuration = ConfigurationHolder(try AgentConfiguration.load(from: paths.configFile))
-        database = try DoseTapDatabase(directory: paths.dataDirectory)
+        // Started on a store it cannot write (locked, full, read-only): read-only until it can be written (#51).
+        database = try DoseTapDatabase.openForAgent(directory: paths.dataDirectory)
         store = DataStore(database: database)
         storeHealth = StoreHealth(folder: paths.dataDirectory.path, logger: logger,
                                   record: StoreHealth.record(dataDirectory: paths.dataDirectory, logger: logger))
+        if let problem = database.writeProblem {
+            storeHealth.failed(problem, doing: "opening the data at start (running on what it can read)", at: Date())
+        }
         // One libudev client for the power supplies, the HID remotes and the vibration motor.
         udev = try UdevClient(logger: logger)
         source = UdevPowerSupplySource(udev: udev, logger: logger)
@@ -108,7 +112,7 @@ final class AgentWiring: Sendable {
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
             // This machine's own alarm, stopped by the household: the one use case that ends a ring.
             ownAlarms: RingAnswers(alarms: alarmUseCases, holders: [alarms], logger: ringLogger),
-            statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold())
+            statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold(), health: storeHealth)
         ringing = RingAnswers(alarms: alarmUseCases, holders: [alarms, household], logger: logger)
         // Usage alerts for every battery (#13): readings in, `usage-alert` out.
         let source = self.source
@@ -120,7 +124,10 @@ final class AgentWiring: Sendable {
 
     /// The primary alarms and the household's backups.
     func alarmServices() -> Services {
-        [.init(service: alarms), .init(service: household)]
+        let database = self.database
+        return [.init(service: alarms), .init(service: household),
+                // While the store cannot be written: whether it can be again, on the back-off (#51).
+                .init(service: StoreCheckService(health: storeHealth, check: { try database.checkWritable() }, clock: TimerFDScheduler.shared))]
     }
 
     /// Usage alerts: commands run on their intervals, alerts delivered as feedback.
@@ -151,7 +158,7 @@ final class AgentWiring: Sendable {
                 guard let pages else { return }
                 let kb = pages.warm()
                 logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)", "keptKB": "\(pages.keptKB)"])
-            })
+            }, health: storeHealth)
         let scheduler = DoseScheduler(repository: doseRepository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
                                       databaseChanges: watcher?.changes(), events: events, health: storeHealth)
         return [

@@ -17,11 +17,22 @@ import Glibc
 ///   `battery`): a read-only connection that never takes a write lock, so it works on a read-only
 ///   file or folder and never waits for a writer (WAL readers see the last commit).
 public final class DoseTapDatabase: Sendable {
-    let writer: DatabasePool
+    /// The connections: writable, or read-only — for good (`openForReading`), or until the store can be written
+    /// again (`openForAgent` on a store it could not open for writing, #51).
+    private let pool: Mutex<DatabasePool>
+    var writer: DatabasePool { pool.withLock { $0 } }
     public let path: String
     /// The data folder the file is in.
     public var folder: String { path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "." }
-    public let isReadOnly: Bool
+    /// Opened by `openForReading`: never written through.
+    private let openedForReading: Bool
+    /// Set while an agent's database is read-only because it could not be opened for writing: the folder to open
+    /// again, and why it could not be.
+    private let waiting = Mutex<(directory: URL, problem: StoreError)?>(nil)
+    /// Whether writes are refused now (opened for reading, or waiting to be writable).
+    public var isReadOnly: Bool { openedForReading || waiting.withLock { $0 != nil } }
+    /// Why an agent's database is read-only for now; nil when it can be written (or was opened for reading).
+    public var writeProblem: StoreError? { waiting.withLock { $0?.problem } }
     /// Writes made through this instance, counted after each one ends (with `PRAGMA data_version`, which
     /// counts other connections' commits, it tells whether a cached read is still current).
     let localWrites = Atomic<Int>(0)
@@ -37,40 +48,120 @@ public final class DoseTapDatabase: Sendable {
     let syncState = Mutex<(lastSynced: ContinuousClock.Instant?, unsure: Bool)>((nil, false))
 
     /// Opens (creating if needed) the database in `directory` and brings its schema up to date.
-    public init(directory: URL, monotonic: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) throws {
+    public convenience init(directory: URL, monotonic: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) throws {
+        try self.init(directory: directory, patience: .standard, monotonic: monotonic)
+    }
+
+    private init(directory: URL, patience: WritePatience, monotonic: @escaping @Sendable () -> ContinuousClock.Instant) throws {
         self.monotonic = monotonic
+        path = directory.appendingPathComponent("dosetap.sqlite").path
+        openedForReading = false
+        pool = Mutex(try Self.openWritable(directory: directory, path: path, patience: patience))
+    }
+
+    /// The writable pool of the database in `directory`, its schema brought up to date. `patience` is how long its
+    /// opening waits for another process's write lock (GRDB writes once to a database without a WAL file yet); the
+    /// pool then waits the standard 5 s.
+    private static func openWritable(directory: URL, path: String, patience: WritePatience) throws -> DatabasePool {
         let folder = directory.path
         try DataFolder.check(folder, create: true)
-        path = directory.appendingPathComponent("dosetap.sqlite").path
-        isReadOnly = false
         let lock = try DataFolder.lock(folder)
         defer { close(lock) }
         do {
-            writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: false))
+            let writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: false, patience: patience))
             // The dose log must survive a power cut right after a confirmation: fsync on every commit. Set here,
             // once the pool is open — GRDB puts its writer in WAL mode with `synchronous = NORMAL` *after*
             // `prepareDatabase` ran, and NORMAL syncs the WAL only at checkpoints, so a dose the agent
             // recorded could be lost to a power cut for minutes (a one-shot CLI checkpoints as it closes).
-            try writer.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try writer.barrierWriteWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: "PRAGMA busy_timeout = \(WritePatience.standard.milliseconds)")
+            }
             // Migrating takes the write lock: only when something is to do, so opening never waits for
             // another process's transaction.
             if try !writer.read({ db in try Migrations.migrator.hasCompletedMigrations(db) }) {
                 try Migrations.migrator.migrate(writer)
             }
+            return writer
         } catch let error as DatabaseError {
-            throw Self.explain(error, path: path, action: "open")
+            throw Self.explain(error, path: path, action: "open", waited: patience.text)
         }
     }
 
-    private init(readingAt path: String) throws {
+    /// - Parameter forGood: opened for reading only (`openForReading`); false for an agent's database waiting to be
+    ///   writable (`openForAgent`).
+    private init(readingAt path: String, forGood: Bool = true) throws {
         monotonic = { ContinuousClock.now }
         self.path = path
-        isReadOnly = true
+        openedForReading = forGood
         do {
-            writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: true))
+            pool = Mutex(try DatabasePool(path: path, configuration: Self.configuration(readOnly: true)))
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "open", reading: true)
         }
+    }
+
+    /// The agent's database (#51): opened for writing as `init(directory:)` does, or — when that fails (another
+    /// process holds the write lock, the disk is full, the folder is read-only) but the file can be read and its
+    /// schema is current — read-only for now: the agent starts and rings from what it reads, every write fails
+    /// with the reason (`writeProblem`), and each write tries first to open it for writing again (waiting a quarter
+    /// of a second for a lock), so the first write after the trouble ends finds it writable. It waits a quarter of a
+    /// second for a lock at start too (then reads). No database yet, a
+    /// damaged one, or one that needs migrating: the open's own error.
+    public static func openForAgent(directory: URL) throws -> DoseTapDatabase {
+        do {
+            // Briefly: an alarm due at start is not kept waiting 5 s by another process's lock.
+            return try DoseTapDatabase(directory: directory, patience: .brief, monotonic: { ContinuousClock.now })
+        } catch let problem as StoreError {
+            let file = directory.appendingPathComponent("dosetap.sqlite").path
+            guard (try? DataFolder.exists(folder: directory.path, file: file)) == true,
+                  let reader = try? DoseTapDatabase(readingAt: file, forGood: false),
+                  (try? reader.writer.read({ db in try Migrations.migrator.hasCompletedMigrations(db) })) == true
+            else { throw problem }
+            reader.waiting.withLock { $0 = (directory, problem) }
+            return reader
+        }
+    }
+
+    /// Opens the database for writing again if it waits to be writable; throws why it still cannot be.
+    private func becomeWritable() throws {
+        guard let (directory, _) = waiting.withLock({ $0 }) else { return }
+        do {
+            let fresh = try Self.openWritable(directory: directory, path: path, patience: .brief)
+            pool.withLock { $0 = fresh }
+            waiting.withLock { $0 = nil }
+        } catch let problem as StoreError {
+            waiting.withLock { $0 = (directory, problem) }
+            throw problem
+        }
+    }
+
+    /// Whether a write would be taken now, without writing anything (#51: the agent checks on its back-off while the
+    /// store is in trouble, so it says when the trouble ended even if nothing needed writing): the file opened for
+    /// writing (an agent's that waits to be), the write lock taken within a quarter of a second and given back, and
+    /// at least 1 MiB free in the folder. Throws the reason, as a write would.
+    public func checkWritable() throws {
+        try writable()
+        do {
+            try writer.writeWithoutTransaction { db in
+                try patiently(db, .brief) {
+                    try db.execute(sql: "BEGIN IMMEDIATE")
+                    try db.execute(sql: "ROLLBACK")
+                }
+            }
+        } catch let error as DatabaseError {
+            throw Self.explain(error, path: path, action: "write", waited: WritePatience.brief.text)
+        }
+        if let free = Self.freeBytes(folder), free < 1 << 20 {
+            throw StoreError("cannot write \(path): the disk is full; free some space and try again", cause: .full)
+        }
+    }
+
+    /// The refusal of a write through a read-only instance: for an agent's database waiting to be writable, the
+    /// reason it still cannot be written (after trying again); for one opened for reading, that.
+    private func writable() throws {
+        if openedForReading { throw StoreError("cannot write \(path): it was opened for reading only", cause: .readOnly) }
+        try becomeWritable()
     }
 
     /// Opens the database only if it already exists (read paths of the CLI must not create files).
@@ -103,10 +194,10 @@ public final class DoseTapDatabase: Sendable {
         return try DoseTapDatabase(readingAt: file)
     }
 
-    static func configuration(readOnly: Bool) -> Configuration {
+    static func configuration(readOnly: Bool, patience: WritePatience = .standard) -> Configuration {
         var config = Configuration()
         config.readonly = readOnly
-        config.busyMode = .timeout(5)
+        config.busyMode = .timeout(Double(patience.milliseconds) / 1000)
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
@@ -135,7 +226,7 @@ public final class DoseTapDatabase: Sendable {
     /// agent's own planners to try again at once — a loop of hundreds of failures a second on a full disk (#51).
     func write<T>(durability: CommitDurability = .immediate, wakesPlanners: Bool = true, patience: WritePatience = .standard,
                   _ body: (Database) throws -> T) throws -> T {
-        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only", cause: .readOnly) }
+        try writable()
         var didCommit = false
         defer {
             localWrites.add(1, ordering: .sequentiallyConsistent)
@@ -217,7 +308,7 @@ public final class DoseTapDatabase: Sendable {
 
     /// A write that manages its own transaction (`BEGIN IMMEDIATE` for the dose policy).
     func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
-        guard !isReadOnly else { throw StoreError("cannot write \(path): it was opened for reading only", cause: .readOnly) }
+        try writable()
         var changed = false
         defer {
             localWrites.add(1, ordering: .sequentiallyConsistent)
