@@ -67,6 +67,14 @@ public final class DoseTapDatabase: Sendable {
         try DataFolder.check(folder, create: true)
         let lock = try DataFolder.lock(folder)
         defer { close(lock) }
+        // A file of 0 bytes is a history lost (truncated by a full disk, a failed copy), never a new one: SQLite would
+        // take it as an empty database and DoseTap would start afresh without a word (#51). A new database is made
+        // under this same lock and is never seen empty.
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size == 0 {
+            throw StoreError("\(path) is empty (0 bytes): the history it held is gone; restore it from a backup, or remove the file to start a new history",
+                             cause: .damaged)
+        }
         do {
             let writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: false, patience: patience))
             // The dose log must survive a power cut right after a confirmation: fsync on every commit. Set here,
@@ -318,11 +326,10 @@ public final class DoseTapDatabase: Sendable {
             let started = monotonic()
             let result = try writer.writeWithoutTransaction { db in
                 try restoreSyncIfUnsure(db)
-                // Announced when the body returned (it committed, or chose to roll back) having changed rows: a body
-                // that threw (a commit that failed on a full disk) changed nothing.
-                let before = db.totalChangesCount
+                // Announced when the body returned (it committed, or chose to roll back): a body that threw (a commit
+                // that failed on a full disk) changed nothing.
                 let result = try body(db)
-                changed = db.totalChangesCount != before
+                changed = true
                 return result
             }
             syncState.withLock { $0.lastSynced = started }
