@@ -7,7 +7,9 @@ extension AlarmView {
     /// enabled alarm that cannot be predicted yet adds `"forecast": {"risk": "unknown", "reason": …}`
     /// (its `nudge` stays null: unknown is not safe, and not a nudge either); a predicted one adds the
     /// forecast with the night it assumes (`BatteryForecast.json`: `assumption`, the drains used). An alarm with its own sound or
-    /// vibration adds `sound`/`haptics`; one whose latest occurrence was missed adds `missedAt`.
+    /// vibration adds `sound`/`haptics`; one whose latest occurrence was missed adds `missedAt`. Every alarm has
+    /// `deadline`, `deadlineWhy` and `nudgeWhy` (#52, `NudgeDecision.deadlineFields`: the deadline null when none
+    /// applies, `nudgeWhy` null when no decision was made — an alarm that is off).
     public func json(in timeZone: TimeZone) -> JSON {
         var fields: [(String, JSON)] = [
             ("id", .int(alarm.id)),
@@ -27,6 +29,8 @@ extension AlarmView {
         if let sound = alarm.sound { fields.append(("sound", .string(sound))) }
         if let haptics = alarm.haptics { fields.append(("haptics", .string(haptics.rawValue))) }
         if let missedAt { fields.append(("missedAt", .string(missedAt.rfc3339(in: timeZone)))) }
+        // Last, so the keys before keep their order.
+        fields += decision?.deadlineFields(in: timeZone) ?? NudgeDecision.noDeadlineFields(because: undecided ?? "no forecast")
         return .object(fields)
     }
 
@@ -35,7 +39,7 @@ extension AlarmView {
     public var detailLines: [String] {
         if let nudge {
             return ["\(nudge.header): \(nudge.oneLine)"] + (nudge.powerOff.map { [$0] } ?? [])
-                + (nudge.assumption.map { ["Assuming: \($0)"] } ?? [])
+                + (nudge.assumption.map { ["Assuming: \($0)"] } ?? []) + (nudge.deadlineText.map { [$0] } ?? [])
         }
         if let cannotPredict {
             return ["Cannot predict the battery at this alarm yet: \(DisplayText.escaped(cannotPredict, maxLength: 200))"]

@@ -15,6 +15,11 @@ public struct AlarmView: Sendable, Equatable {
     public var cannotPredict: String?
     /// The battery forecast at the next occurrence, when it could be made (with the night it assumes).
     public var forecast: BatteryForecast?
+    /// Whether the nudge is shown, by the deadline (#52), when the battery was read with the machine's nights; nil for
+    /// an alarm that is off, or when the battery could not be read.
+    public var decision: NudgeDecision?
+    /// Why no decision was made (the alarm is off, the battery cannot be read…), for the JSON's `deadlineWhy`.
+    public var undecided: String?
 
     public init(alarm: Alarm, nextAt: Date?, nudge: Nudge?, cannotPredict: String? = nil, missedAt: Date? = nil) {
         self.alarm = alarm
@@ -33,13 +38,25 @@ extension AlarmView {
         var nudge: Nudge?
         var cannotPredict: String?
         var made: BatteryForecast?
+        var decision: NudgeDecision?
+        var undecided: String?
         if let next, let status, status.state.present {
-            let forecast = status.forecast(at: next, now: now)
+            let forecast = status.alarmForecast(at: next, now: now)
             nudge = forecast.nudge
+            decision = forecast.decision
             if forecast.risk == nil { cannotPredict = forecast.reason ?? "the battery cannot be predicted" } else { made = forecast }
+            if decision == nil { undecided = "no night outlook: forecast awake" }
+        } else if next == nil {
+            undecided = "the alarm is off"
+        } else if let status, !status.state.present {
+            undecided = "no system battery: this machine runs on external power"
+        } else {
+            undecided = "the battery cannot be read"
         }
         var shown = AlarmView(alarm: alarm, nextAt: next, nudge: nudge, cannotPredict: cannotPredict)
         shown.forecast = made
+        shown.decision = decision
+        shown.undecided = undecided
         return shown
     }
 

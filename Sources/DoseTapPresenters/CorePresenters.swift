@@ -17,7 +17,26 @@ extension Nudge {
         ]
         if let powerOff { fields.append(("powerOff", .string(powerOff))) }
         if let assumption { fields.append(("assumption", .string(assumption))) }
+        if let deadlineText { fields.append(("deadlineText", .string(deadlineText))) }
         return .object(fields)
+    }
+}
+
+extension NudgeDecision {
+    /// `deadline` (ISO 8601: the last moment to be asleep or plugged in, null when no deadline applies: on external
+    /// power, safe even awake, at risk even asleep now, not known yet), `deadlineWhy` (the deadline's reason) and
+    /// `nudgeWhy` (`NudgeDecision.Why`: why the nudge is shown, or why it is silent) — #52.
+    public func deadlineFields(in timeZone: TimeZone) -> [(String, JSON)] {
+        [
+            ("deadline", deadline.kind == .at ? deadline.deadline.map { .string($0.rfc3339(in: timeZone)) } ?? .null : .null),
+            ("deadlineWhy", .string(deadline.because)),
+            ("nudgeWhy", .string(why.rawValue)),
+        ]
+    }
+
+    /// The same keys when no decision was made: no deadline, and why (`nudgeWhy` null).
+    public static func noDeadlineFields(because: String) -> [(String, JSON)] {
+        [("deadline", .null), ("deadlineWhy", .string(because)), ("nudgeWhy", .null)]
     }
 }
 

@@ -46,4 +46,5 @@ func printNudge(_ nudge: Nudge) {
     printLine(Terminal.colored(nudge.action, nudge.color.rawValue))
     if let powerOff = nudge.powerOff { printLine(powerOff) }
     if let assumption = nudge.assumption { printLine("Assuming: \(assumption)") }
+    if let deadline = nudge.deadlineText { printLine(deadline) }
 }

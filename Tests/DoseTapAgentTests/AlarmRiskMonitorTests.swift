@@ -31,20 +31,32 @@ struct AlarmRiskMonitorTests {
         let saves = Box(0)
         let monitor: AlarmRiskMonitor
         let task = Box<Task<Void, any Error>?>(nil)
+        let clock: FakeClock
+        let logs = InMemoryLogHandler()
+        /// Each nudge as it plays (a test awaits the one a timer plays).
+        let plays: AsyncStream<AlarmRiskTracker.Step>
 
-        init(_ alarms: [Alarm], marks: [AlarmRiskTracker.Mark] = []) {
+        init(_ alarms: [Alarm], marks: [AlarmRiskTracker.Mark] = [], now: Date = AlarmRiskMonitorTests.now) {
             let m = Box(marks)
             self.marks = m
             let (p, s) = (played, saves)
+            let clock = FakeClock(now)
+            self.clock = clock
+            let (stream, continuation) = AsyncStream<AlarmRiskTracker.Step>.makeStream()
+            plays = stream
+            let logs = self.logs
             monitor = AlarmRiskMonitor(
-                events: bus, alarms: { alarms }, clock: FakeClock(AlarmRiskMonitorTests.now),
-                logger: Logger(label: "test") { _ in InMemoryLogHandler() },
+                events: bus, alarms: { alarms }, clock: clock,
+                logger: Logger(label: "test") { _ in logs },
                 load: { m.get() },
                 save: { new in
                     m.update { $0 = new }
                     s.update { $0 += 1 }
                 },
-                play: { step in p.update { $0.append(step) } })
+                play: { step in
+                    p.update { $0.append(step) }
+                    continuation.yield(step)
+                })
         }
 
         func start() {
@@ -59,13 +71,18 @@ struct AlarmRiskMonitorTests {
             try await running?.value
         }
 
-        func read(level: Int, drain: Double? = 10, onAC: Bool = false, at: Date = AlarmRiskMonitorTests.now) {
+        func read(level: Int, drain: Double? = 10, onAC: Bool = false, at: Date = AlarmRiskMonitorTests.now, night: NightOutlook? = nil) {
             let supplies: [RawPowerSupply] = onAC
                 ? [.battery(status: "Charging", capacity: level), .mains(online: true)]
                 : [.battery(capacity: level), .mains(online: false)]
             let status = BatteryStatus(state: PowerState(raw: supplies),
-                                       drain: DrainEstimate(percentPerHour: drain, source: drain == nil ? .unknown : .hardware))
+                                       drain: DrainEstimate(percentPerHour: drain, source: drain == nil ? .unknown : .hardware), night: night)
             bus.publish(.batteryReading(status, at: at))
+        }
+
+        /// A reading with the nights of a fresh install that can wake itself (#52: decided by the deadline).
+        func readFresh(level: Int, onAC: Bool = false, at: Date = AlarmRiskMonitorTests.now) {
+            read(level: level, onAC: onAC, at: at, night: AlarmRiskMonitorTests.fresh)
         }
 
         var severities: [Nudge.Severity] { played.get().map(\.nudge.severity) }
@@ -143,6 +160,91 @@ struct AlarmRiskMonitorTests {
         second.read(level: 24) // critical: a new step
         try await second.finish()
         #expect(second.severities == [.critical])
+    }
+
+    // By the deadline (#52). The alarm at 10:00 is 2 h away; a fresh install (asleep at the 3 %/h prior, ringing 10 min at
+    // the awake 10 %/h). At 50 %: awake until the alarm 50 − 21.7 = 28 % safe: no deadline. At 40 %: awake 18 % (warning),
+    // asleep now 40 − 6 − 1.7 = 32 % safe; the deadline: 32.33 − 7 t = 21 → t = 1.619 h → 09:37:08; the timer 09:17:08.
+    static let fresh = NightOutlook(learning: NightLearning(), conditions: NightConditions(canWake: true), timeZone: TimeZone(identifier: "UTC")!)
+    static let deadline40 = Date(timeIntervalSince1970: 1_800_000_000 + 5_828)
+
+    @Test("a fresh install's evening that sleep saves is silent; the timer at deadline − margin plays the nudge, not a second before")
+    func timerAtTheDeadline() async throws {
+        let h = Harness([try Self.alarm()])
+        h.start()
+        h.readFresh(level: 50) // safe even awake: no timer
+        h.readFresh(level: 40) // the night model would say warning; the deadline says silence
+        await h.clock.waitForSleepers(1)
+        let due = Self.deadline40.addingTimeInterval(-NudgeDecision.margin)
+        #expect(h.clock.deadlines == [due])
+        h.clock.set(due.addingTimeInterval(-1))
+        #expect(h.clock.sleeperCount == 1, "not yet")
+        #expect(h.played.get().isEmpty)
+        h.clock.set(due)
+        var plays = h.plays.makeAsyncIterator()
+        let step = try #require(await plays.next())
+        #expect(step.nudge.severity == .warning)
+        #expect(step.nudge.headline == "Estimated battery at alarm: 18%")
+        #expect(step.nudge.deadlineText == "At risk unless this machine sleeps or is plugged in by 09:37.")
+        #expect(AlarmRiskMonitor.body(step).hasSuffix("At risk unless this machine sleeps or is plugged in by 09:37."))
+        try await h.finish()
+        #expect(h.severities == [.warning])
+    }
+
+    @Test("a new reading moves the timer; a plug-in removes it; a suspend drops it until the next reading")
+    func timerMoves() async throws {
+        let h = Harness([try Self.alarm()])
+        h.start()
+        h.readFresh(level: 40)
+        await h.clock.waitForSleepers(1)
+        #expect(h.clock.deadlines == [Self.deadline40.addingTimeInterval(-NudgeDecision.margin)])
+        // 10 minutes later at 38 % (faster than 10 %/h): asleep from then 38 − 5.5 − 1.67 = 30.83 %; 30.83 − 7 t = 21 →
+        // t = 1.405 h: the deadline moves to 09:34:17 (from 09:37:08).
+        h.readFresh(level: 38, at: Self.now.addingTimeInterval(600))
+        let moved = Date(timeIntervalSince1970: 1_800_000_000 + 600 + 5_057).addingTimeInterval(-NudgeDecision.margin)
+        while h.clock.deadlines != [moved] { await Task.yield() }
+        h.readFresh(level: 38, onAC: true, at: Self.now.addingTimeInterval(660))
+        while h.clock.sleeperCount != 0 { await Task.yield() }
+        h.readFresh(level: 40, at: Self.now.addingTimeInterval(720))
+        await h.clock.waitForSleepers(1)
+        h.monitor.suspending()
+        while h.clock.sleeperCount != 0 { await Task.yield() }
+        h.clock.set(Self.deadline40)
+        try await h.finish()
+        #expect(h.played.get().isEmpty, "nothing played: each timer was moved or dropped before it came")
+    }
+
+    @Test("a timer that comes more than 5 minutes late (the machine slept unseen) decides nothing; at 5 minutes it still plays")
+    func lateTimer() async throws {
+        let due = Self.deadline40.addingTimeInterval(-NudgeDecision.margin)
+        let onTime = Harness([try Self.alarm()])
+        onTime.start()
+        onTime.readFresh(level: 40)
+        await onTime.clock.waitForSleepers(1)
+        onTime.clock.set(due.addingTimeInterval(AlarmRiskMonitor.lateLimit))
+        var plays = onTime.plays.makeAsyncIterator()
+        #expect(await plays.next()?.nudge.deadlineText != nil)
+        try await onTime.finish()
+
+        let late = Harness([try Self.alarm()])
+        late.start()
+        late.readFresh(level: 40)
+        await late.clock.waitForSleepers(1)
+        late.clock.set(due.addingTimeInterval(AlarmRiskMonitor.lateLimit + 1))
+        while !late.logs.entries.contains(where: { $0.message.description.contains("came late") }) { await Task.yield() }
+        try await late.finish()
+        #expect(late.played.get().isEmpty)
+    }
+
+    @Test("at risk even asleep at the first reading is the baseline (shown at alarm set); a later reading at risk asleep is news")
+    func atRiskAsleepSteps() async throws {
+        let h = Harness([try Self.alarm()])
+        h.start()
+        h.readFresh(level: 40) // silent: safe asleep
+        h.readFresh(level: 28, at: Self.now.addingTimeInterval(60)) // asleep now: 28 − 6 − 1.7 = 20 %: warning, at risk asleep
+        try await h.finish()
+        #expect(h.severities == [.warning])
+        #expect(h.played.get().first?.nudge.assumption == "if this machine sleeps from now until the alarm wakes it")
     }
 
     @Test("with the database: marks in the setting table, no migration; a clear forgets them")

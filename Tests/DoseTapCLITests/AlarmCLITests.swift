@@ -13,75 +13,120 @@ struct AlarmCLITests {
             .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("Assuming: ") }.joined(separator: "\n")
     }
 
-    @Test("add on a draining battery: the id, the next occurrence and the critical nudge; the list keeps it")
-    func addAtRisk() async throws {
-        let cli = try CLI()
-        let r = try await cli.run(["alarm", "add", "06:30", "--label", "Work", "--repeat", "daily", "--json"], scenario: "energy-discharging",
-                                  fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
-        #expect(r.exitCode == 0, "\(r.err)")
-        let a = try cli.json(r.out)
-        #expect(a["id"] as? Int == 1)
-        #expect(a["time"] as? String == "06:30")
-        #expect(a["label"] as? String == "Work")
-        #expect(a["repeat"] as? String == "daily")
-        #expect(a["enabled"] as? Bool == true)
-        #expect(a["nextAt"] as? String == "2026-11-01T06:30:00-05:00")
-        let nudge = try #require(a["nudge"] as? [String: Any])
-        #expect(nudge["severity"] as? String == "critical")
-        #expect(nudge["header"] as? String == "Alarm at Risk")
-        #expect(nudge["headline"] as? String == "Estimated battery at alarm: 0%")
-        #expect(nudge["action"] as? String == "Plug in now.")
-        // 0 % is at or below the power-off level (UPower's default 2 % here: no UPower.conf): said as an extra key.
-        #expect(nudge["powerOff"] as? String == "This machine powers itself off at 2%.")
-        // The night it assumes (#24): a new machine has not shown when it sleeps, so awake all the way.
-        #expect((nudge["assumption"] as? String)?.hasPrefix("if this machine stays awake until the alarm (") == true)
-        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "powerOff", "assumption"])
-        let forecast = try #require(a["forecast"] as? [String: Any])
-        #expect(forecast["assumption"] as? String == "awake")
-        #expect(forecast["risk"] as? String == "critical")
-        #expect(forecast["asleepDrain"] is NSNull)
-
-        // Text: the line, then the nudge, the power-off fact and the assumption.
-        let text = try await cli.run(["alarm", "list"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
-        #expect(text.exitCode == 0, "\(text.err)")
-        #expect(Self.withoutAssumption(text.out) == "1  06:30  daily  \"Work\"  next Sun 2026-11-01 06:30\n   Alarm at Risk: Estimated battery at alarm: 0% — Plug in now.\n"
-            + "   This machine powers itself off at 2%.\n")
-        #expect(text.out.contains("\n   Assuming: if this machine stays awake until the alarm ("))
+    /// Runs `body` with the running agent's record that it can wake the machine, locked as a running agent holds it:
+    /// the nudge (#52) then does not depend on whether the machine running the tests could wake itself (one that
+    /// cannot will not sleep, and is nudged at once).
+    static func agentCanWake(_ cli: CLI, _ body: () async throws -> Void) async throws {
+        try FileManager.default.createDirectory(at: cli.dataDirectory, withIntermediateDirectories: true)
+        let file = cli.dataDirectory.appendingPathComponent("wake-status.json")
+        try Data(#"{"pid":1,"checkedAt":"2026-05-04T21:00:00Z","method":"alarmTimer"}"#.utf8).write(to: file)
+        let fd = open(file.path, O_RDWR | O_CLOEXEC)
+        #expect(fd >= 0 && flock(fd, LOCK_EX) == 0)
+        defer { close(fd) }
+        try await body()
     }
 
-    /// ac-offline: 62 % at 11.898 %/h. 21:00 → 01:50 is 4.83 h: 62 − 57.5 = 4.49 → 4 %.
+    // energy-discharging at 22:00 EDT: 77 % at 19.66 %/h, a new install (asleep at the 3 %/h prior, forecast awake).
+
+    @Test("add on a draining battery in the evening (#52): silent while sleep would save it, with the deadline in JSON; the forecast is unchanged")
+    func addAtRisk() async throws {
+        let cli = try CLI()
+        try await Self.agentCanWake(cli) {
+            let r = try await cli.run(["alarm", "add", "06:30", "--label", "Work", "--repeat", "daily", "--json"], scenario: "energy-discharging",
+                                      fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
+            #expect(r.exitCode == 0, "\(r.err)")
+            let a = try cli.json(r.out)
+            #expect(a["id"] as? Int == 1)
+            #expect(a["time"] as? String == "06:30")
+            #expect(a["label"] as? String == "Work")
+            #expect(a["repeat"] as? String == "daily")
+            #expect(a["enabled"] as? Bool == true)
+            #expect(a["nextAt"] as? String == "2026-11-01T06:30:00-05:00")
+            // Before #52: "Alarm at Risk" (the forecast awake, below). Asleep by 23:27 the alarm is safe: no nudge.
+            #expect(a["nudge"] is NSNull)
+            #expect(a["deadline"] as? String == "2026-10-31T23:27:13-04:00")
+            #expect(a["deadlineWhy"] as? String == "safe if it sleeps or is plugged in by then")
+            #expect(a["nudgeWhy"] as? String == "sleepSavesIt")
+            let forecast = try #require(a["forecast"] as? [String: Any])
+            #expect(forecast["assumption"] as? String == "awake")
+            #expect(forecast["risk"] as? String == "critical")
+            #expect(forecast["asleepDrain"] is NSNull)
+
+            // Text: the line alone (no deadline where no nudge is shown).
+            let text = try await cli.run(["alarm", "list"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
+            #expect(text.exitCode == 0, "\(text.err)")
+            #expect(text.out == "1  06:30  daily  \"Work\"  next Sun 2026-11-01 06:30\n")
+        }
+    }
+
+    @Test("the deadline 20 minutes away or less nudges (the seed's copy, the night it assumes, the deadline line); 27 minutes away is silent")
+    func deadlineNear() async throws {
+        let cli = try CLI()
+        try await Self.agentCanWake(cli) {
+            // 12:00 is 15 h away: asleep from now 77 − 45 − 3.3 = 28.7 %, the deadline 27 min away. 13:00: 17 min away.
+            let far = try await cli.run(["alarm", "add", "12:00", "--json"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00",
+                                        tz: "America/New_York")
+            #expect(try cli.json(far.out)["nudge"] is NSNull, "\(far.out)")
+            #expect(try cli.json(far.out)["nudgeWhy"] as? String == "sleepSavesIt")
+            let near = try await cli.run(["alarm", "add", "13:00", "--json"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00",
+                                         tz: "America/New_York")
+            let a = try cli.json(near.out)
+            #expect(a["deadline"] as? String == "2026-10-31T22:17:00-04:00")
+            #expect(a["nudgeWhy"] as? String == "deadlineNear")
+            let nudge = try #require(a["nudge"] as? [String: Any])
+            #expect(nudge["severity"] as? String == "critical")
+            #expect(nudge["header"] as? String == "Alarm at Risk")
+            #expect(nudge["headline"] as? String == "Estimated battery at alarm: 0%")
+            #expect(nudge["action"] as? String == "Plug in now.")
+            // 0 % is at or below the power-off level (UPower's default 2 % here: no UPower.conf): said as an extra key.
+            #expect(nudge["powerOff"] as? String == "This machine powers itself off at 2%.")
+            #expect(nudge["assumption"] as? String == "if this machine stays awake until the alarm")
+            #expect(nudge["deadlineText"] as? String == "At risk unless this machine sleeps or is plugged in by 22:17.")
+            #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "powerOff", "assumption", "deadlineText"])
+
+            let text = try await cli.run(["alarm", "list"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
+            #expect(text.out == "1  12:00  once  \"Alarm\"  next Sun 2026-11-01 12:00\n2  13:00  once  \"Alarm\"  next Sun 2026-11-01 13:00\n"
+                + "   Alarm at Risk: Estimated battery at alarm: 0% — Plug in now.\n   This machine powers itself off at 2%.\n"
+                + "   Assuming: if this machine stays awake until the alarm\n   At risk unless this machine sleeps or is plugged in by 22:17.\n", "\(text.err)")
+        }
+    }
+
+    /// ac-offline: 62 % at 11.898 %/h. 21:00 → 15:30 is 18.5 h: at risk even asleep from now (#52: the nudge then shows that
+    /// night) — 62 − 3 × 18.5 at the prior − 10 min of ringing at 11.9 %/h = 4.52 → 4 %.
     @Test("the power-off level of UPower.conf and its drop-ins counts as empty: at it the nudge says so, just above it does not")
     func powerOffLevel() async throws {
         let cli = try CLI()
-        // No UPower configuration: 2 %; 4 % is critical by the tiers, no power-off line.
-        let plain = try await cli.run(["alarm", "add", "01:50"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        #expect(Self.withoutAssumption(plain.out) == "Added alarm: 1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
-            + "Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n", "\(plain.err)")
-        // PercentageAction=4 with CriticalPowerAction=PowerOff: at the level.
-        try cli.writeUPower("[UPower]\nPercentageLow=20\nPercentageCritical=5\nPercentageAction=4\nCriticalPowerAction=PowerOff\n")
-        let at = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        #expect(Self.withoutAssumption(at.out) == "1  01:50  once  \"Alarm\"  next Tue 2026-05-05 01:50\n"
-            + "   Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n   This machine powers itself off at 4%.\n", "\(at.err)")
-        // A drop-in lowers it to 3: just above, no power-off line; `battery --alarm` uses the same value.
-        try cli.writeUPower(nil, dropIns: ["50-local.conf": "[UPower]\nPercentageAction=3\n"])
-        let above = try await cli.run(["alarm", "list", "--json"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        let listed = try #require(try JSONSerialization.jsonObject(with: Data(above.out.utf8)) as? [[String: Any]])
-        let nudge = try #require(listed.first?["nudge"] as? [String: Any])
-        #expect(nudge["severity"] as? String == "critical")
-        #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "assumption"])
-        // A later drop-in (by name) raises it to 4.5 and names hibernation; the battery command agrees.
-        try cli.writeUPower(nil, dropIns: ["60-more.conf": "[UPower]\nPercentageAction=4.5\nCriticalPowerAction=Hibernate\n"])
-        let battery = try await cli.run(["battery", "--alarm", "01:50", "--json"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        let forecast = try cli.json(battery.out)
-        #expect(forecast["risk"] as? String == "critical")
-        #expect((forecast["nudge"] as? [String: Any])?["powerOff"] as? String == "This machine hibernates at 4.5%.")
-        let text = try await cli.run(["alarm", "on", "1"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        #expect(Self.withoutAssumption(text.out).hasSuffix("This machine hibernates at 4.5%.\n"), "\(text.out)")
-        // Garbage in UPower.conf.d: ignored, the earlier values count (4.5 % of 60-more.conf stays).
-        try cli.writeUPower(nil, dropIns: ["70-bad.conf": "[UPower]\nPercentageAction=NaN\n"])
-        let garbage = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
-        #expect(garbage.exitCode == 0)
-        #expect(Self.withoutAssumption(garbage.out).hasSuffix("   This machine hibernates at 4.5%.\n"), "\(garbage.out)")
+        try await Self.agentCanWake(cli) {
+            // No UPower configuration: 2 %; 4 % is critical by the tiers, no power-off line.
+            let plain = try await cli.run(["alarm", "add", "15:30"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+            #expect(Self.withoutAssumption(plain.out) == "Added alarm: 1  15:30  once  \"Alarm\"  next Tue 2026-05-05 15:30\n"
+                + "Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n", "\(plain.err)")
+            // PercentageAction=4 with CriticalPowerAction=PowerOff: at the level.
+            try cli.writeUPower("[UPower]\nPercentageLow=20\nPercentageCritical=5\nPercentageAction=4\nCriticalPowerAction=PowerOff\n")
+            let at = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+            #expect(Self.withoutAssumption(at.out) == "1  15:30  once  \"Alarm\"  next Tue 2026-05-05 15:30\n"
+                + "   Alarm at Risk: Estimated battery at alarm: 4% — Plug in now.\n   This machine powers itself off at 4%.\n", "\(at.err)")
+            // A drop-in lowers it to 3: just above, no power-off line; `battery --alarm` uses the same value.
+            try cli.writeUPower(nil, dropIns: ["50-local.conf": "[UPower]\nPercentageAction=3\n"])
+            let above = try await cli.run(["alarm", "list", "--json"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+            let listed = try #require(try JSONSerialization.jsonObject(with: Data(above.out.utf8)) as? [[String: Any]])
+            let nudge = try #require(listed.first?["nudge"] as? [String: Any])
+            #expect(nudge["severity"] as? String == "critical")
+            #expect(Set(nudge.keys) == ["severity", "header", "headline", "action", "assumption"])
+            // A later drop-in (by name) raises it to 4.5 and names hibernation; the battery command agrees.
+            try cli.writeUPower(nil, dropIns: ["60-more.conf": "[UPower]\nPercentageAction=4.5\nCriticalPowerAction=Hibernate\n"])
+            let battery = try await cli.run(["battery", "--alarm", "15:30", "--json"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+            let forecast = try cli.json(battery.out)
+            #expect(forecast["risk"] as? String == "critical")
+            #expect((forecast["nudge"] as? [String: Any])?["powerOff"] as? String == "This machine hibernates at 4.5%.")
+            let text = try await cli.run(["alarm", "on", "1"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+            #expect(Self.withoutAssumption(text.out).hasSuffix("This machine hibernates at 4.5%.\n"), "\(text.out)")
+            // Garbage in UPower.conf.d: ignored, the earlier values count (4.5 % of 60-more.conf stays).
+            try cli.writeUPower(nil, dropIns: ["70-bad.conf": "[UPower]\nPercentageAction=NaN\n"])
+            let garbage = try await cli.run(["alarm", "list"], scenario: "ac-offline", fakeTime: "2026-05-04 21:00:00")
+            #expect(garbage.exitCode == 0)
+            #expect(Self.withoutAssumption(garbage.out).hasSuffix("   This machine hibernates at 4.5%.\n"), "\(garbage.out)")
+        }
     }
 
     @Test("unknown drain: an enabled alarm says it cannot predict yet (text and JSON); nudge stays null; off says nothing")
@@ -102,8 +147,15 @@ struct AlarmCLITests {
         let forecast = try #require(all[0]["forecast"] as? [String: Any])
         #expect(forecast["risk"] as? String == "unknown")
         #expect(forecast["reason"] as? String == "the drain is not known yet: no hardware rate and not enough history")
-        #expect(Array(all[0].keys).sorted() == ["enabled", "forecast", "id", "label", "nextAt", "nudge", "repeat", "time"])
-        #expect(Array(all[1].keys).sorted() == ["enabled", "id", "label", "nextAt", "nudge", "repeat", "time"])
+        #expect(Array(all[0].keys).sorted() == ["deadline", "deadlineWhy", "enabled", "forecast", "id", "label", "nextAt", "nudge", "nudgeWhy",
+                                                "repeat", "time"])
+        #expect(Array(all[1].keys).sorted() == ["deadline", "deadlineWhy", "enabled", "id", "label", "nextAt", "nudge", "nudgeWhy", "repeat", "time"])
+        // #52: no deadline where the drain awake is not known yet, nor for an alarm that is off.
+        #expect(all[0]["deadline"] is NSNull)
+        #expect(all[0]["nudgeWhy"] as? String == "unknown")
+        #expect(all[1]["deadline"] is NSNull)
+        #expect(all[1]["deadlineWhy"] as? String == "the alarm is off")
+        #expect(all[1]["nudgeWhy"] is NSNull)
         let on = try await cli.run(["alarm", "on", "2", "--json"], scenario: "capacity-only-ups", fakeTime: "2026-05-04 21:00:00")
         #expect((try cli.json(on.out)["forecast"] as? [String: Any])?["risk"] as? String == "unknown")
     }
@@ -123,16 +175,30 @@ struct AlarmCLITests {
         #expect(o["nextAt"] is NSNull)
         #expect(o["nudge"] is NSNull)
 
-        let list = try await cli.run(["alarm", "list", "--json"], scenario: "energy-discharging", fakeTime: "2026-05-04 21:00:00")
-        #expect(list.exitCode == 0, "\(list.err)")
-        let all = try #require(try JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
-        #expect(all.map { $0["id"] as? Int } == [1, 2])
-        // The enabled one carries its forecast (with the night it assumes); the one that is off does not.
-        #expect(all.map { Array($0.keys).sorted() } == [["enabled", "forecast", "id", "label", "nextAt", "nudge", "repeat", "time"],
-                                                          ["enabled", "id", "label", "nextAt", "nudge", "repeat", "time"]])
-        // 05:30 on a draining battery 8.5 h away: at risk now; the one that is off: nothing.
-        #expect(all[0]["nudge"] is [String: Any])
-        #expect(all[1]["nudge"] is NSNull)
+        try await Self.agentCanWake(cli) {
+            let list = try await cli.run(["alarm", "list", "--json"], scenario: "energy-discharging", fakeTime: "2026-05-04 21:00:00")
+            #expect(list.exitCode == 0, "\(list.err)")
+            let all = try #require(try JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
+            #expect(all.map { $0["id"] as? Int } == [1, 2])
+            // The enabled one carries its forecast (with the night it assumes); the one that is off does not. Both say
+            // whether a deadline applies (#52).
+            #expect(all.map { Array($0.keys).sorted() } == [
+                ["deadline", "deadlineWhy", "enabled", "forecast", "id", "label", "nextAt", "nudge", "nudgeWhy", "repeat", "time"],
+                ["deadline", "deadlineWhy", "enabled", "id", "label", "nextAt", "nudge", "nudgeWhy", "repeat", "time"]])
+            // 05:30 on a draining battery 8.5 h away: at risk awake, but asleep by its deadline it is safe — no nudge
+            // (before #52: a nudge); the one that is off: nothing.
+            #expect(all[0]["nudge"] is NSNull)
+            #expect(all[0]["nudgeWhy"] as? String == "sleepSavesIt")
+            #expect(all[0]["deadline"] is String)
+            #expect(all[1]["nudge"] is NSNull)
+            #expect(all[1]["deadline"] is NSNull)
+        }
+        // On AC no deadline applies.
+        let plugged = try await cli.run(["alarm", "list", "--json"], scenario: "ac-online", fakeTime: "2026-05-04 21:00:00")
+        let onAC = try #require(try JSONSerialization.jsonObject(with: Data(plugged.out.utf8)) as? [[String: Any]])
+        #expect(onAC.first?["deadline"] is NSNull)
+        #expect(onAC.first?["deadlineWhy"] as? String == "on external power")
+        #expect(onAC.first?["nudgeWhy"] as? String == "safe")
     }
 
     @Test("on, off, edit and remove; the change is kept and shown")

@@ -37,21 +37,37 @@ struct BatteryCLITests {
     func alarmCritical() async throws {
         let cli = try CLI()
         // 22:00 on the fall-back night in New York: 06:30 is 9.5 real hours away.
-        let r = try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "energy-discharging",
-                                  fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
-        #expect(r.exitCode == 0, "\(r.err)")
-        let f = try cli.json(r.out)
-        #expect(f["alarmAt"] as? String == "2026-11-01T06:30:00-05:00")
-        #expect(abs((f["hoursUntil"] as? Double ?? 0) - 9.5) < 0.02)
-        #expect(f["level"] as? Int == 77)
-        #expect(f["charging"] as? Bool == false)
-        #expect(f["risk"] as? String == "critical")
-        #expect(f["predictedLevel"] as? Int == 0)
-        let nudge = try #require(f["nudge"] as? [String: Any])
-        #expect(nudge["severity"] as? String == "critical")
-        #expect(nudge["header"] as? String == "Alarm at Risk")
-        #expect(nudge["headline"] as? String == "Estimated battery at alarm: 0%")
-        #expect(nudge["action"] as? String == "Plug in now.")
+        try await AlarmCLITests.agentCanWake(cli) {
+            let r = try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "energy-discharging",
+                                      fakeTime: "2026-10-31 22:00:00", tz: "America/New_York")
+            #expect(r.exitCode == 0, "\(r.err)")
+            let f = try cli.json(r.out)
+            #expect(f["alarmAt"] as? String == "2026-11-01T06:30:00-05:00")
+            #expect(abs((f["hoursUntil"] as? Double ?? 0) - 9.5) < 0.02)
+            #expect(f["level"] as? Int == 77)
+            #expect(f["charging"] as? Bool == false)
+            #expect(f["risk"] as? String == "critical")
+            #expect(f["predictedLevel"] as? Int == 0)
+            // #52: the forecast awake is critical, but asleep by 23:27 the alarm is safe: no nudge yet.
+            #expect(f["nudge"] is NSNull)
+            #expect(f["deadline"] as? String == "2026-10-31T23:27:13-04:00")
+            #expect(f["deadlineWhy"] as? String == "safe if it sleeps or is plugged in by then")
+            #expect(f["nudgeWhy"] as? String == "sleepSavesIt")
+            // 13:00 (16 h, across the DST change): the deadline is 17 minutes away: the nudge, and the deadline.
+            let near = try cli.json(try await cli.run(["battery", "--alarm", "13:00", "--json"], scenario: "energy-discharging",
+                                                      fakeTime: "2026-10-31 22:00:00", tz: "America/New_York").out)
+            #expect(near["deadline"] as? String == "2026-10-31T22:17:00-04:00")
+            let nudge = try #require(near["nudge"] as? [String: Any])
+            #expect(nudge["severity"] as? String == "critical")
+            #expect(nudge["header"] as? String == "Alarm at Risk")
+            #expect(nudge["headline"] as? String == "Estimated battery at alarm: 0%")
+            #expect(nudge["action"] as? String == "Plug in now.")
+            #expect(nudge["deadlineText"] as? String == "At risk unless this machine sleeps or is plugged in by 22:17.")
+            let text = try await cli.run(["battery", "--alarm", "13:00"], scenario: "energy-discharging", fakeTime: "2026-10-31 22:00:00",
+                                         tz: "America/New_York")
+            #expect(text.out.hasSuffix("Assuming: if this machine stays awake until the alarm\nAt risk unless this machine sleeps or is plugged in by 22:17.\n"),
+                    "\(text.out)")
+        }
     }
 
     @Test("--alarm on AC: safe, no nudge")

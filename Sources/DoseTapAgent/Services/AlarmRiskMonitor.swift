@@ -12,13 +12,30 @@ import ServiceLifecycle
 /// the same occurrence; plugging in ends it and resets. The rules and the baseline are
 /// `AlarmRiskTracker`'s. What was said is stored (`AlarmRiskRepository`), so a restart repeats nothing.
 ///
-/// No timer of its own: readings drive it (udev changes, and the monitor's poll while discharging).
+/// By the deadline (#52): with the machine's nights (the agent's readings carry them) the risk it follows is the
+/// nudge decision's (`BatteryStatus.alarmForecast`): silence counts as safe, so an evening that sleep will save says
+/// nothing, and the nudge plays when the alarm is at risk even asleep, the machine will not sleep, or the deadline
+/// is within `NudgeDecision.margin`. For that last case one timer, through the scheduling port, decides again at the
+/// earliest `deadline − margin` of the last reading; a new reading (a plug-in is one) sets it again, and a suspend
+/// (`suspending()`, from the sleep guard) drops it until the next reading.
 public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible {
     public var description: String { "AlarmRiskMonitor" }
 
+    /// A timer that fires later than this after its instant (the machine slept through it unseen) decides nothing:
+    /// the next reading does.
+    public static let lateLimit: TimeInterval = 5 * 60
+
+    private enum Input: Sendable {
+        case reading(BatteryStatus, at: Date)
+        case due(Date)
+        case suspending
+    }
+
     private let stream: AsyncStream<AgentEvent>
+    private let inputs: AsyncStream<Input>
+    private let input: AsyncStream<Input>.Continuation
     private let alarms: @Sendable () throws -> [Alarm]
-    private let clock: any WallClock
+    private let clock: any Scheduling
     private let logger: Logger
     private let load: @Sendable () throws -> [AlarmRiskTracker.Mark]
     private let save: @Sendable ([AlarmRiskTracker.Mark]) throws -> Void
@@ -27,13 +44,15 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
     /// Subscribes at once, so no reading published after this returns is missed.
     /// - Parameters:
     ///   - alarms: the alarms now (read at each reading: the command line changes them in another process).
-    ///   - clock: for the time zone the alarms ring in (the reading carries its instant).
+    ///   - clock: the scheduling port (the timer at `deadline − margin`), and the time zone the alarms ring in (the
+    ///     reading carries its instant).
     ///   - load, save: what has been said, kept across restarts.
-    public init(events: EventBus, alarms: @escaping @Sendable () throws -> [Alarm], clock: any WallClock, logger: Logger,
+    public init(events: EventBus, alarms: @escaping @Sendable () throws -> [Alarm], clock: any Scheduling, logger: Logger,
                 load: @escaping @Sendable () throws -> [AlarmRiskTracker.Mark] = { [] },
                 save: @escaping @Sendable ([AlarmRiskTracker.Mark]) throws -> Void = { _ in },
                 play: @escaping @Sendable (AlarmRiskTracker.Step) async -> Void) {
         stream = events.subscribe()
+        (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(EventBus.defaultBuffer))
         self.alarms = alarms
         self.clock = clock
         self.logger = logger
@@ -44,7 +63,7 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
 
     /// The agent's: alarms and marks from the database, nudges through the feedback notifier. The alarms are read
     /// again only after a commit that may have changed them (`MarkedRead`): not after each battery sample.
-    public convenience init(events: EventBus, database: DoseTapDatabase, clock: any WallClock, logger: Logger,
+    public convenience init(events: EventBus, database: DoseTapDatabase, clock: any Scheduling, logger: Logger,
                             feedback: FeedbackNotifier) {
         let marks = AlarmRiskRepository(database: database)
         let alarms = MarkedRead<[Alarm]>(database: database)
@@ -59,6 +78,20 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
         "Alarm \(step.alarm.time) \"\(DisplayText.escaped(step.alarm.label, maxLength: 60))\": \(step.nudge.fullText)"
     }
 
+    /// The machine is going to sleep (`PrepareForSleep(true)`): the timer at `deadline − margin` is dropped — asleep,
+    /// the machine keeps its deadline — until the next reading after the resume sets it again.
+    public func suspending() {
+        input.yield(.suspending)
+    }
+
+    /// The risk the tracker follows: the decision's when one was made (silence is safe; nothing known yet is nil),
+    /// else the forecast's (the seed's model alone).
+    static func observedRisk(_ forecast: BatteryForecast) -> BatteryRisk? {
+        guard let decision = forecast.decision else { return forecast.risk }
+        if forecast.nudge != nil { return decision.prediction?.risk }
+        return decision.why == .unknown ? nil : .safe
+    }
+
     public func run() async throws {
         var tracker: AlarmRiskTracker
         do {
@@ -67,22 +100,44 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
             logger.error("cannot read what the alarm re-check already said; starting afresh", metadata: ["error": "\(error)"])
             tracker = AlarmRiskTracker()
         }
-        for await event in stream.cancelOnGracefulShutdown() {
-            guard case .batteryReading(let status, let now) = event else { continue }
-            let current: [Alarm]
-            do {
-                current = try alarms()
-            } catch {
-                logger.error("cannot read the alarms for the battery re-check", metadata: ["error": "\(error)"])
-                continue
+        let (stream, input) = (self.stream, self.input)
+        let pump = Task {
+            for await event in stream.cancelOnGracefulShutdown() {
+                if case .batteryReading(let status, let now) = event { input.yield(.reading(status, at: now)) }
             }
-            let observations = current.compactMap { alarm -> AlarmRiskTracker.Observation? in
-                guard let next = alarm.nextOccurrence(after: now, in: clock.timeZone) else { return nil }
-                let forecast = status.forecast(at: next, now: now)
-                return .init(alarm: alarm, occurrence: next, risk: forecast.risk, nudge: forecast.nudge)
+            input.finish()
+        }
+        var timer: Task<Void, Never>?
+        /// The instant the timer waits for: a `.due` for another (a timer a newer reading replaced) decides nothing.
+        var armedAt: Date?
+        defer {
+            pump.cancel()
+            timer?.cancel()
+        }
+        /// The last reading's battery and each enabled alarm's forecast there.
+        var last: (status: BatteryStatus, forecasts: [(alarm: Alarm, occurrence: Date, forecast: BatteryForecast)])?
+        func arm() {
+            timer?.cancel()
+            timer = nil
+            armedAt = last?.forecasts.compactMap({ $0.forecast.decision?.recheckAt }).min()
+            guard let at = armedAt else { return }
+            let clock = self.clock
+            timer = Task {
+                while true {
+                    switch await clock.sleep(until: at) {
+                    case .due: input.yield(.due(at)); return
+                    case .clockChanged: continue // the same wall-clock instant
+                    case .cancelled: return
+                    }
+                }
+            }
+        }
+        func observe(_ forecasts: [(alarm: Alarm, occurrence: Date, forecast: BatteryForecast)], pluggedIn: Bool) async {
+            let observations = forecasts.map {
+                AlarmRiskTracker.Observation(alarm: $0.alarm, occurrence: $0.occurrence, risk: Self.observedRisk($0.forecast), nudge: $0.forecast.nudge)
             }
             let before = tracker
-            let steps = tracker.observe(observations, pluggedIn: status.state.onAC)
+            let steps = tracker.observe(observations, pluggedIn: pluggedIn)
             if tracker != before {
                 // Kept before the nudge plays: a crash in between loses a nudge rather than repeating one.
                 do { try save(tracker.marks) } catch {
@@ -90,10 +145,53 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
                 }
             }
             for step in steps {
+                let why = forecasts.first { $0.alarm.id == step.alarm.id }?.forecast.decision
                 logger.warning("\(step.nudge.header): \(Self.body(step))", metadata: [
                     "alarm": "\(step.alarm.id)", "occurrence": "\(step.occurrence)",
+                    "nudgeWhy": "\(why?.why.rawValue ?? "-")",
                 ])
                 await play(step)
+            }
+        }
+        for await next in inputs {
+            switch next {
+            case .reading(let status, let now):
+                let current: [Alarm]
+                do {
+                    current = try alarms()
+                } catch {
+                    logger.error("cannot read the alarms for the battery re-check", metadata: ["error": "\(error)"])
+                    continue
+                }
+                let forecasts = current.compactMap { alarm -> (alarm: Alarm, occurrence: Date, forecast: BatteryForecast)? in
+                    guard let next = alarm.nextOccurrence(after: now, in: clock.timeZone) else { return nil }
+                    return (alarm, next, status.alarmForecast(at: next, now: now))
+                }
+                last = (status, forecasts)
+                await observe(forecasts, pluggedIn: status.state.onAC)
+                arm()
+            case .due(let at):
+                let now = clock.now()
+                guard at == armedAt, let kept = last else { continue }
+                armedAt = nil
+                guard now.timeIntervalSince(at) <= Self.lateLimit else {
+                    logger.info("the battery re-check's timer came late (the machine slept?): waiting for the next reading",
+                                metadata: ["due": "\(at.rfc3339(in: clock.timeZone))"])
+                    last = nil
+                    continue
+                }
+                // No new reading: each alarm decided again from the deadline the last one found.
+                let forecasts = kept.forecasts.map {
+                    (alarm: $0.alarm, occurrence: $0.occurrence, forecast: kept.status.alarmForecast($0.forecast, decidedAt: now))
+                }
+                last = (kept.status, forecasts)
+                await observe(forecasts, pluggedIn: kept.status.state.onAC)
+                arm()
+            case .suspending:
+                timer?.cancel()
+                timer = nil
+                armedAt = nil
+                last = nil
             }
         }
     }

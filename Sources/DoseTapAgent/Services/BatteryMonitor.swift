@@ -217,7 +217,7 @@ public final class BatteryMonitor: Service, Sendable, CustomStringConvertible {
         }
         if let alarm = configuration.current.alarm {
             let at = alarm.nextOccurrence(after: now, in: clock.timeZone)
-            let forecast = status.forecast(at: at, now: now)
+            let forecast = status.alarmForecast(at: at, now: now)
             let severity = forecast.nudge?.severity
             if monitor.lastNudge != .some(severity) {
                 if let nudge = forecast.nudge {

@@ -7,7 +7,9 @@ import Logging
 /// machine will really have it now — asleep from this moment until the alarm wakes it, at the drain asleep
 /// this machine taught (or the stated prior) — and, when one is at risk even so, its nudge shown and
 /// sounded before the sleep guard releases logind's lock (the person may still plug in). It waits
-/// `grace` for the sound to start, well inside logind's 5 s delay.
+/// `grace` for the sound to start, well inside logind's 5 s delay. Decided by the deadline (#52,
+/// `BatteryStatus.alarmForecast`): going to sleep, only the night asleep from now counts — unless the machine
+/// cannot wake itself for the alarm or another program blocks the sleep (`NudgeDecision.willNotSleep`).
 public struct SleepRecheck: Sendable {
     public static let grace: TimeInterval = 1.5
 
@@ -43,9 +45,15 @@ public struct SleepRecheck: Sendable {
         var steps: [AlarmRiskTracker.Step] = []
         for alarm in enabled {
             guard let next = alarm.nextOccurrence(after: now, in: clock.timeZone) else { continue }
-            let forecast = status.forecast(at: next, now: now)
+            let forecast = status.alarmForecast(at: next, now: now)
             guard let nudge = forecast.nudge else {
-                if let level = forecast.predictedLevel, let assumption = forecast.assumption {
+                if let decision = forecast.decision {
+                    logger.info("going to sleep: alarm \(alarm.id): no nudge, \(decision.because)", metadata: [
+                        "nudgeWhy": "\(decision.why.rawValue)",
+                        "predictedLevel": "\(decision.prediction.map { "\($0.predictedLevel)" } ?? "-")",
+                        "asleepDrainPercentPerHour": "\(status.night.map { "\($0.learning.sleepDrain.estimate.percentPerHour.rounded(places: 2))" } ?? "-")",
+                    ])
+                } else if let level = forecast.predictedLevel, let assumption = forecast.assumption {
                     logger.info("going to sleep: alarm \(alarm.id) safe, about \(level)% at \(next.rfc3339(in: clock.timeZone))",
                                 metadata: ["assumption": "\(assumption.kind.rawValue)",
                                            "asleepDrainPercentPerHour": "\(assumption.asleepDrain.map { "\($0.rounded(places: 2))" } ?? "-")"])
@@ -54,7 +62,7 @@ public struct SleepRecheck: Sendable {
             }
             let step = AlarmRiskTracker.Step(alarm: alarm, occurrence: next, nudge: nudge)
             logger.warning("going to sleep, and the alarm is at risk even asleep: \(nudge.header): \(AlarmRiskMonitor.body(step))",
-                           metadata: ["alarm": "\(alarm.id)", "assumption": "\(forecast.assumption?.kind.rawValue ?? "-")"])
+                           metadata: ["alarm": "\(alarm.id)", "nudgeWhy": "\(forecast.decision?.why.rawValue ?? "-")"])
             await play(step)
             steps.append(step)
         }

@@ -36,6 +36,9 @@ final class AgentWiring: Sendable {
     let pages: ResidentPages?
     let devices: FeedbackDevices
     let feedback: FeedbackNotifier
+    /// The overnight re-check of every enabled alarm (battery-nudge by the deadline, #52); the sleep guard tells it
+    /// of a suspend.
+    let risk: AlarmRiskMonitor
     let doseRepository: DoseRepository
     let doses: DoseUseCases
     let alarmUseCases: AlarmUseCases
@@ -84,6 +87,7 @@ final class AgentWiring: Sendable {
         Self.importConfigAlarm(configuration.current, store: store, logger: logger)
         devices = try makeFeedbackDevices(logger: logger, desktop: true, udev: udev)
         feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(), logger: logger)
+        risk = AlarmRiskMonitor(events: events, database: database, clock: TimerFDScheduler.shared, logger: logger, feedback: feedback)
         logger.info("feedback", metadata: [
             "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",
             "desktopNotifications": "\(devices.desktop == nil ? "log only" : "session bus")",
@@ -145,6 +149,7 @@ final class AgentWiring: Sendable {
         let logger = self.logger
         let feedback = self.feedback
         let pages = self.pages
+        let risk = self.risk
         let monitor = BatteryMonitor(
             source: source, history: history, clock: TimerFDScheduler.shared,
             configuration: configuration, logger: logger, events: events, powerOff: powerOff, night: night,
@@ -163,7 +168,7 @@ final class AgentWiring: Sendable {
                                       databaseChanges: watcher?.changes(), events: events, health: storeHealth)
         return [
             // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
-            .init(service: AlarmRiskMonitor(events: events, database: database, clock: SystemClock(), logger: logger, feedback: feedback)),
+            .init(service: risk),
             .init(service: DoseInputFeedback(events: events, feedback: feedback)),
             .init(service: monitor),
             .init(service: scheduler),
@@ -222,16 +227,22 @@ final class AgentWiring: Sendable {
         let feedback = self.feedback
         let battery = self.battery
         let udev = self.udev
+        let risk = self.risk
+        let recheck = recheckBeforeSleep(alarms: { try AlarmRepository(database: database).load().alarms },
+                                         battery: { battery.statusGoingToSleep() },
+                                         clock: TimerFDScheduler.shared, logger: logger) { step in
+            await feedback.play(.batteryNudge, title: step.nudge.header, body: AlarmRiskMonitor.body(step))
+        }
         return [
             .init(service: SleepGuardService(
                 connect: { try DBusConnection(bus: .system, logger: logger) }, wake: LinuxWakeAlarm(),
                 nextWake: Agent.nextWake(alarms: AlarmRepository(database: database), doses: doseRepository, clock: SystemClock(), logger: logger),
                 status: WakeStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger), clock: SystemClock(), logger: logger,
                 night: night,
-                beforeSleep: recheckBeforeSleep(alarms: { try AlarmRepository(database: database).load().alarms },
-                                                battery: { battery.statusGoingToSleep() },
-                                                clock: TimerFDScheduler.shared, logger: logger) { step in
-                    await feedback.play(.batteryNudge, title: step.nudge.header, body: AlarmRiskMonitor.body(step))
+                beforeSleep: {
+                    // Asleep, the machine keeps its deadline: the re-check's timer waits for the next reading.
+                    risk.suspending()
+                    await recheck()
                 })),
             .init(service: SoundWatchService(
                 check: { SoundCheck.current(udev: udev) }, status: SoundStatusFile(dataDirectory: paths.dataDirectory).hold(logger: logger),

@@ -52,9 +52,12 @@ extension BatteryStatus {
 }
 
 extension BatteryForecast {
-    /// Will the battery last until the alarm: the prediction, its inputs and the nudge.
+    /// Will the battery last until the alarm: the prediction, its inputs and the nudge; the deadline (#52:
+    /// `deadline`, `deadlineWhy`, `nudgeWhy`, see `NudgeDecision.deadlineFields`).
     public func json(in timeZone: TimeZone) -> JSON {
-        .object([
+        let deadline = decision?.deadlineFields(in: timeZone)
+            ?? NudgeDecision.noDeadlineFields(because: reason ?? (charging ? "on external power" : "no night outlook: forecast awake"))
+        return .object([
             ("alarmAt", .string(at.rfc3339(in: timeZone))),
             ("hoursUntil", .number(hoursUntil.rounded(places: 2))),
             ("level", JSON.optional(level.map { Int($0.rounded()) })),
@@ -66,6 +69,6 @@ extension BatteryForecast {
             ("nudge", nudge?.json ?? .null),
             ("reason", JSON.optional(reason)),
             ("forecast", forecastJSON(in: timeZone) ?? .null),
-        ])
+        ] + deadline)
     }
 }

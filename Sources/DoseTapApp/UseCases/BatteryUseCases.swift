@@ -51,12 +51,12 @@ public struct BatteryUseCases: Sendable {
         try status(at: clock.now())
     }
 
-    /// The battery now and its forecast at the next `alarm` (local time).
+    /// The battery now and its forecast at the next `alarm` (local time), its nudge decided by the deadline (#52).
     public func forecast(alarm: TimeOfDay) throws -> (forecast: BatteryForecast, status: BatteryStatus) {
         let now = clock.now()
         let status = try status(at: now)
         let at = alarm.nextOccurrence(after: now, in: clock.timeZone)
-        return (status.forecast(at: at, now: now), status)
+        return (status.alarmForecast(at: at, now: now), status)
     }
 
     /// The battery now, or nil when it cannot be read (for the nudge after a Dose 1: no battery, no nudge).

@@ -16,6 +16,9 @@ public struct BatteryForecast: Sendable, Equatable {
     /// The night the number assumes (awake, asleep, or awake then asleep) and the drains it used; nil when
     /// no drain was applied (on AC, no battery, level unknown).
     public var assumption: NightAssumption?
+    /// For an alarm forecast with the machine's nights (`BatteryStatus.alarmForecast`, #52): whether its nudge is
+    /// shown now, by the deadline; `nudge` is then the decision's. nil for the seed's model alone or another moment.
+    public var decision: NudgeDecision?
 
     /// - Parameters:
     ///   - momentName: how the headline names the moment ("alarm", "reminder").

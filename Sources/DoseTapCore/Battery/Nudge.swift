@@ -22,10 +22,14 @@ public struct Nudge: Sendable, Equatable {
     /// The night the number assumes, for a person: "if this machine sleeps from about 23:10 until the alarm
     /// wakes it" (#24); nil for the seed's model alone.
     public var assumption: String?
+    /// For a nudge shown because the last safe moment is near (#52, `NudgeDecision.Why.deadlineNear`): "At risk
+    /// unless this machine sleeps or is plugged in by 02:45." — an extra line; nil otherwise.
+    public var deadlineText: String?
 
     public init(severity: Severity, header: String, headline: String, action: String, color: Color, powerOff: String? = nil,
-                assumption: String? = nil) {
+                assumption: String? = nil, deadlineText: String? = nil) {
         self.assumption = assumption
+        self.deadlineText = deadlineText
         self.severity = severity
         self.header = header
         self.headline = headline
@@ -62,6 +66,7 @@ public struct Nudge: Sendable, Equatable {
     /// The one line and, when there is one, the power-off fact: a notification's body.
     public var fullText: String {
         let base = powerOff.map { "\(oneLine) \($0)" } ?? oneLine
-        return assumption.map { "\(base) Assuming: \($0)." } ?? base
+        let assumed = assumption.map { "\(base) Assuming: \($0)." } ?? base
+        return deadlineText.map { "\(assumed) \($0)" } ?? assumed
     }
 }

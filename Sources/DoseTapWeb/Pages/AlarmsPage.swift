@@ -103,7 +103,7 @@ enum AlarmsPage {
         if let nudge = view.nudge {
             out += """
                 <div class="nudge \(nudge.severity == .critical ? "critical" : "warning")"><p class="nudge-header"><strong>\(HTML.escape(nudge.header))</strong></p>
-                <p>\(HTML.escape(nudge.headline))</p><p class="nudge-action">\(HTML.escape(nudge.action))</p>\(nudge.powerOff.map { "<p>\(HTML.escape($0))</p>" } ?? "")\(nudge.assumption.map { "<p class=\"nudge-assumption\">Assuming: \(HTML.escape($0, maxLength: 300))</p>" } ?? "")</div>
+                <p>\(HTML.escape(nudge.headline))</p><p class="nudge-action">\(HTML.escape(nudge.action))</p>\(nudge.powerOff.map { "<p>\(HTML.escape($0))</p>" } ?? "")\(nudge.assumption.map { "<p class=\"nudge-assumption\">Assuming: \(HTML.escape($0, maxLength: 300))</p>" } ?? "")\(nudge.deadlineText.map { "<p class=\"nudge-deadline\">\(HTML.escape($0))</p>" } ?? "")</div>
                 """
         } else if let reason = view.cannotPredict {
             out += "<p>Cannot predict the battery at this alarm yet: \(HTML.escape(reason, maxLength: 200))</p>"
