@@ -38,7 +38,9 @@ struct BatteryUseCasesTests {
         #expect(low.forecast.at == localDate("2026-01-16 06:30:00", ny))
         #expect(low.forecast.risk == .warning) // 40 % − 3 %/h × 8 h = 16 %
         #expect(low.forecast.predictedLevel == 16)
-        #expect(low.forecast.nudge?.headline == "Estimated battery at alarm: 16%")
+        // The nudge is the deadline's decision (#52: this machine cannot wake itself, so it will not sleep): its number
+        // counts the alarm's ten minutes of ringing too, 40 − 3 × 8⅙ = 15.5, rounded down.
+        #expect(low.forecast.nudge?.headline == "Estimated battery at alarm: 15%")
         #expect(low.forecast.json(in: ny).text.hasPrefix(#"{"alarmAt":"2026-01-16T06:30:00-05:00","hoursUntil":8,"level":40,"#))
         let charging = try useCases([.battery(status: "Charging", energyNowWh: 20, energyFullWh: 50, powerW: 1.5), .mains(online: true)])
             .forecast(alarm: alarm)

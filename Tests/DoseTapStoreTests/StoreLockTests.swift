@@ -69,12 +69,12 @@ struct StoreLockTests {
 
 @Suite("Store: a 0-byte database is a lost history, not a new one")
 struct EmptyDatabaseFileTests {
-    @Test("a 0-byte dosetap.sqlite is refused with the reason, and left as it is; a missing one is a new database; one byte is not 'empty'")
+    @Test("a 0-byte dosetap.sqlite is refused with the reason, and left as it is; a missing one is a new database")
     func emptyFile() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-empty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         let file = url.appendingPathComponent("dosetap.sqlite")
-        FileManager.default.createFile(atPath: file.path, contents: Data())
+        #expect(FileManager.default.createFile(atPath: file.path, contents: Data()))
         let error = #expect(throws: StoreError.self) { try DoseTapDatabase(directory: url) }
         #expect(error?.description == "\(file.path) is empty (0 bytes): the history it held is gone; restore it from a backup, or remove the file to start a new history")
         #expect(error?.cause == .damaged)
@@ -82,10 +82,5 @@ struct EmptyDatabaseFileTests {
         #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int == 0, "nothing written over it")
         try FileManager.default.removeItem(at: file)
         #expect(try DoseTapDatabase(directory: url).appliedMigrations().count > 0)
-        let other = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-onebyte-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: other.appendingPathComponent("dosetap.sqlite").path, contents: Data("x".utf8))
-        let notADatabase = #expect(throws: StoreError.self) { try DoseTapDatabase(directory: other) }
-        #expect(notADatabase?.description.contains("is empty") == false)
     }
 }
