@@ -134,7 +134,11 @@ struct WebAgentTests {
         #expect(webNudge?["severity"] as? String == cliNudge?["severity"] as? String)
         #expect(webNudge?["powerOff"] as? String == cliNudge?["powerOff"] as? String)
         if let cliNudge { #expect(cliNudge["powerOff"] as? String == "This machine powers itself off at 15%.") }
-        #expect(cliAlarms.first?["deadline"] as? String == webAlarms.first?["deadline"] as? String)
+        // The same deadline, give or take the seconds between the two reads (each is made from its own "now").
+        let deadlines = [cliAlarms.first?["deadline"] as? String, webAlarms.first?["deadline"] as? String]
+            .map { $0.flatMap { ISO8601DateFormatter().date(from: $0) } }
+        #expect((deadlines[0] == nil) == (deadlines[1] == nil), "\(listed.out) \(dashboard)")
+        if let cli = deadlines[0], let web = deadlines[1] { #expect(abs(cli.timeIntervalSince(web)) <= 120, "\(cli) \(web)") }
         #expect(cliAlarms.first?["nudgeWhy"] as? String == webAlarms.first?["nudgeWhy"] as? String)
     }
 }
