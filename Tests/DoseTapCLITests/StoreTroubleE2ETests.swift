@@ -43,19 +43,21 @@ struct StoreTroubleE2ETests {
     @Test("a write lock held from before the start to 30 s past the alarm: the agent starts, rings on time, tells the reminder once; all is saved after")
     func lockedAcrossTheAlarm() async throws {
         let cli = try CLI()
-        let (tz, minute, hhmm) = try arrange(cli, lead: 25)
+        let (tz, minute, hhmm) = try arrange(cli, lead: 40)
         let path = cli.dataDirectory.appendingPathComponent("dosetap.sqlite").path
         let lock = try HeldWriteLock(database: path)
         let log = try await withAgent(cli, tz: tz) { log, _ in
-            #expect(log.count("DoseTap cannot write its data (another program keeps the database locked)") == 1,
-                    "the start on a locked store is told: \(log.all.joined(separator: "\n"))")
-            let list = try await cli.run(["alarm", "list"], tz: tz)
-            #expect(list.out.contains("DoseTap cannot write its data (another program keeps the database locked): alarms still ring, doses cannot be recorded"),
-                    "\(list.out)")
+            try #require(Date() < minute.addingTimeInterval(-1), "the agent started too late to prove anything")
             #expect(await log.wait(for: "Alarm \(hhmm): ringing", timeout: minute.timeIntervalSinceNow + 15) != nil,
                     "\(log.all.joined(separator: "\n"))")
             let late = Date().timeIntervalSince(minute)
-            #expect(late < 1.5, "rang \(late) s after its minute")
+            // AlarmAgentTests' bound for a loaded 2-core machine (the agent's own figure is its log line's).
+            #expect(late < 2, "rang \(late) s after its minute")
+            #expect(log.count("DoseTap cannot write its data (another program keeps the database locked)") == 1,
+                    "the start on a locked store is told once: \(log.all.joined(separator: "\n"))")
+            let list = try await cli.run(["alarm", "list"], tz: tz)
+            #expect(list.out.contains("DoseTap cannot write its data (another program keeps the database locked): alarms still ring, doses cannot be recorded"),
+                    "\(list.out)")
             #expect(await log.wait(for: "Dose window now open", timeout: 5) != nil, "\(log.all.joined(separator: "\n"))")
             // 30 s of the lock past the alarm: no second reminder, no storm in the log.
             let quiet = log.all.count
@@ -85,17 +87,18 @@ struct StoreTroubleE2ETests {
         let mounted = try await cli.shell("mount -t tmpfs -o size=4m tmpfs '\(mount.path)'")
         #expect(mounted.exitCode == 0, "\(mounted.err)")
         defer { _ = try? Process.run(URL(fileURLWithPath: "/bin/umount"), arguments: ["-l", mount.path]).waitUntilExit() }
-        let (tz, minute, hhmm) = try arrange(cli, lead: 30)
+        let (tz, minute, hhmm) = try arrange(cli, lead: 45)
         let filler = mount.appendingPathComponent("filler").path
         let log = try await withAgent(cli, tz: tz) { log, pid in
             let filled = try await cli.shell("dd if=/dev/zero of='\(filler)' bs=64k 2>/dev/null; sync; df -k '\(mount.path)' | tail -1")
             #expect(filled.out.contains(" 100% "), "\(filled.out)")
+            try #require(Date() < minute.addingTimeInterval(-1), "the agent started too late to prove anything")
             let cpuBefore = StrangerFloodTests.cpuTicks(pid) ?? 0
             let lines = log.all.count
             #expect(await log.wait(for: "Alarm \(hhmm): ringing", timeout: minute.timeIntervalSinceNow + 15) != nil,
                     "\(log.all.joined(separator: "\n"))")
             let late = Date().timeIntervalSince(minute)
-            #expect(late < 1.5, "rang \(late) s after its minute")
+            #expect(late < 2, "rang \(late) s after its minute")
             #expect(await log.wait(for: "DoseTap cannot write its data (the disk is full)", timeout: 10) != nil, "\(log.all.joined(separator: "\n"))")
             let told = try await cli.run(["alarm", "list"], tz: tz)
             #expect(told.out.contains("DoseTap cannot write its data (the disk is full): alarms still ring, doses cannot be recorded — free space on"),
