@@ -21,9 +21,9 @@ struct FrontAlarmTests {
     final class AgentRecords {
         private var descriptors: [Int32] = []
 
-        init(_ directory: URL, wake: String?, sound: String?, locked: Bool = true) throws {
+        init(_ directory: URL, wake: String?, sound: String?, store: String? = nil, locked: Bool = true) throws {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            for (name, text) in [("wake-status.json", wake), ("sound-status.json", sound)] {
+            for (name, text) in [("wake-status.json", wake), ("sound-status.json", sound), ("store-status.json", store)] {
                 let path = directory.appendingPathComponent(name).path
                 unlink(path)
                 guard let text else { continue }
@@ -122,6 +122,34 @@ struct FrontAlarmTests {
             #expect(try await answersAlone(line, cli: cli, scenario: "energy-discharging", at: "2026-11-29 23:00:00"), "\(line)")
         }
         #expect(try await answersAlone(["alarm", "list", "--json", "--data-dir", cli.dataDirectory.path], cli: cli, at: "2026-11-29 23:00:00"))
+    }
+
+    /// #51: the agent's word that it cannot write its data, padded with blanks as `StoreHealth` writes it in place.
+    static let cannotWrite = #"{"pid":1,"canWrite":false,"problem":"full","since":"2026-11-29T20:00:00Z","message":"DoseTap cannot write its data (the disk is full): alarms still ring, doses cannot be recorded — free space on /data."}"#
+        + String(repeating: " ", count: 600) + "\n"
+
+    @Test("the running agent cannot write its data: the front and the full program show the same sentence; unlocked, neither does")
+    func storeTrouble() async throws {
+        let cli = try CLI()
+        try await household(cli)
+        let sentence = "DoseTap cannot write its data (the disk is full): alarms still ring, doses cannot be recorded — free space on /data."
+        do {
+            let records = try AgentRecords(cli.dataDirectory, wake: Self.canWake, sound: Self.canPlay, store: Self.cannotWrite)
+            defer { withExtendedLifetime(records) {} }
+            for line in [["alarm", "list", "--json"], ["alarm", "list"]] {
+                try await compare(line, cli: cli, scenario: "energy-discharging", at: "2026-11-29 23:00:00")
+            }
+            let full = try await cli.run(["alarm", "list", "--json"], scenario: "energy-discharging", fakeTime: "2026-11-29 23:00:00",
+                                         tz: "America/New_York")
+            #expect(full.err.contains(sentence), "\(full.err)")
+            #expect(try await answersAlone(["alarm", "list", "--json"], cli: cli, scenario: "energy-discharging", at: "2026-11-29 23:00:00"))
+        }
+        // A record nobody holds is a dead agent's: not shown.
+        let stale = try AgentRecords(cli.dataDirectory, wake: Self.canWake, sound: Self.canPlay, store: Self.cannotWrite, locked: false)
+        defer { withExtendedLifetime(stale) {} }
+        let after = try await cli.run(["alarm", "list", "--json"], scenario: "energy-discharging", fakeTime: "2026-11-29 23:00:00",
+                                      tz: "America/New_York")
+        #expect(!after.err.contains("cannot write its data"), "\(after.err)")
     }
 
     @Test("with the real agent running: its records read as the full program reads them, and the front answers itself")

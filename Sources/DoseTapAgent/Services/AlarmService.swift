@@ -69,7 +69,7 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
         self.logger = logger
         self.events = events
         self.databaseChanges = databaseChanges
-        self.health = health ?? StoreHealth(folder: ((try? store.openIfPresent())??.folder) ?? "the data folder", logger: logger)
+        self.health = health ?? StoreHealth(folder: store.folder, logger: logger)
         loop = PlanningLoop(clock: clock)
     }
 

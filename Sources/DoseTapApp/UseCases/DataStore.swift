@@ -44,6 +44,14 @@ public struct DataStore: Sendable {
     /// A database already open.
     public init(database: DoseTapDatabase) { place = .database(database) }
 
+    /// The data folder, without opening anything.
+    public var folder: String {
+        switch place {
+        case .directory(let url): url.path
+        case .database(let database): database.folder
+        }
+    }
+
     /// The database, created (and migrated) on first use. Errors are the store's own one-line messages.
     public func open() throws -> DoseTapDatabase {
         switch place {
