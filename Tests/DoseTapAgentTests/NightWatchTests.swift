@@ -132,13 +132,14 @@ struct NightWatchTests {
                                logger: Logger(label: "t") { _ in InMemoryLogHandler() })
         let alarm = try Alarm(id: 1, time: TimeOfDay(hour: 7, minute: 0), label: "Work", repetition: .daily)
         let played = Mutex<[(Nudge, Int)]>([])
+        let logs = MockLogind.logs()
         try await PrivateBus.run(mockTemplate: "logind", system: true) { bus in
             let c = try DBusConnection(bus: .address(bus.address))
             let recheck = SleepRecheck(
                 alarms: { [alarm] },
                 battery: { BatteryStatus(state: battery.power, drain: .init(percentPerHour: 16, source: .hardware),
                                          night: watch.outlook(goingToSleep: true)) },
-                clock: clock, logger: Logger(label: "t") { _ in InMemoryLogHandler() }) { step in
+                clock: clock, logger: Logger(label: "t") { _ in logs }) { step in
                     let held = (try? await MockLogind.inhibitors(c).count) ?? -1
                     played.withLock { $0.append((step.nudge, held)) }
                 }
@@ -154,6 +155,10 @@ struct NightWatchTests {
             try await MockLogind.emit(c, [.bool(true)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).isEmpty })
             #expect(played.withLock { $0.isEmpty })
+            // The journal's line the VM tier and docs/alarms.md read: "safe, about N% at T", then why no nudge.
+            let safeLine = logs.entries.map { "\($0.message)" }.first { $0.hasPrefix("going to sleep: alarm 1 ") }
+            #expect(safeLine?.range(of: #"^going to sleep: alarm 1 safe, about [0-9]+% at 2026-11-24T07:00:00-05:00: \S"#,
+                                    options: .regularExpression) != nil, "\(logs.entries.map(\.message))")
             try await MockLogind.emit(c, [.bool(false)])
             #expect(try await MockLogind.eventually { try await MockLogind.inhibitors(c).count == 1 })
 

@@ -47,16 +47,20 @@ public struct SleepRecheck: Sendable {
             guard let next = alarm.nextOccurrence(after: now, in: clock.timeZone) else { continue }
             let forecast = status.alarmForecast(at: next, now: now)
             guard let nudge = forecast.nudge else {
-                if let decision = forecast.decision {
-                    logger.info("going to sleep: alarm \(alarm.id): no nudge, \(decision.because)", metadata: [
-                        "nudgeWhy": "\(decision.why.rawValue)",
-                        "predictedLevel": "\(decision.prediction.map { "\($0.predictedLevel)" } ?? "-")",
-                        "asleepDrainPercentPerHour": "\(status.night.map { "\($0.learning.sleepDrain.estimate.percentPerHour.rounded(places: 2))" } ?? "-")",
-                    ])
-                } else if let level = forecast.predictedLevel, let assumption = forecast.assumption {
-                    logger.info("going to sleep: alarm \(alarm.id) safe, about \(level)% at \(next.rfc3339(in: clock.timeZone))",
-                                metadata: ["assumption": "\(assumption.kind.rawValue)",
-                                           "asleepDrainPercentPerHour": "\(assumption.asleepDrain.map { "\($0.rounded(places: 2))" } ?? "-")"])
+                // The journal's line (docs/alarms.md, the VM tier's wake test): "safe, about N% at T" whenever a
+                // level is forecast, the decision's reason after it.
+                let level = forecast.decision?.prediction?.predictedLevel ?? forecast.predictedLevel
+                let reason = forecast.decision.map { ": \($0.because)" } ?? ""
+                var metadata: Logger.Metadata = [
+                    "asleepDrainPercentPerHour": "\(status.night.map { "\($0.learning.sleepDrain.estimate.percentPerHour.rounded(places: 2))" } ?? "-")",
+                ]
+                if let decision = forecast.decision { metadata["nudgeWhy"] = "\(decision.why.rawValue)" }
+                if let assumption = forecast.assumption { metadata["assumption"] = "\(assumption.kind.rawValue)" }
+                if let level {
+                    logger.info("going to sleep: alarm \(alarm.id) safe, about \(level)% at \(next.rfc3339(in: clock.timeZone))\(reason)",
+                                metadata: metadata)
+                } else {
+                    logger.info("going to sleep: alarm \(alarm.id) safe\(reason)", metadata: metadata)
                 }
                 continue
             }
