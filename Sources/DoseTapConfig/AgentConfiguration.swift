@@ -46,6 +46,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     public static let webRateRange = 1...100_000_000
 
     public static let pollRange = 60...3600
+    /// `[battery] guard`: what happens at an alarm's deadline when the machine is still awake on its battery (#52 §3).
+    public var sleepGuard: SleepGuardMode = .sleep
 
     public init(alarm: TimeOfDay? = nil, pollSeconds: Int = 60, alertCommands: [AlertCommandSource] = [],
                 householdName: String? = nil, deviceName: String? = nil, mqtt: MQTTSettings? = nil) {

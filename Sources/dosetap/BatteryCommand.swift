@@ -34,8 +34,33 @@ struct BatteryCommand: ParsableCommand {
             json ? printLine(forecast.json(in: SystemTimeZone.current).text) : printForecast(forecast, status: status)
         } else {
             let status = try failing { try battery.status() }
-            json ? printLine(status.json.text) : printStatus(status)
+            let guardian = sleepGuard()
+            if json {
+                var shown = status.json
+                if case .object(var fields) = shown {
+                    fields.append(("sleepGuard", guardian.json))
+                    shown = .object(fields)
+                }
+                printLine(shown.text)
+            } else {
+                printStatus(status)
+                if status.state.present { printLine("Sleep guard: \(guardian.text)") }
+            }
         }
+    }
+
+    /// `[battery] guard` and the wake-up finding (the agent's, else this process's own check): what the guard does at an
+    /// alarm's deadline on this machine (#52 §3). A configuration that cannot be read says so.
+    func sleepGuard() -> (text: String, json: JSON) {
+        let mode: SleepGuardMode
+        do {
+            mode = try AgentConfiguration.load(from: location.paths.configFile).sleepGuard
+        } catch {
+            let why = "the configuration cannot be read: \(DisplayText.escaped("\(error)", maxLength: 300))"
+            return ("unknown, \(why)", .object([("mode", .null), ("suspends", .null), ("why", .string(why))]))
+        }
+        let summary = DeadlineGuard.summary(mode: mode, cannotWake: WakeCheck.problem(dataDirectory: location.paths.dataDirectory)?.reason)
+        return (summary.text, .object([("mode", .string(mode.rawValue)), ("suspends", .bool(summary.suspends)), ("why", .string(summary.text))]))
     }
 
     func printStatus(_ status: BatteryStatus) {

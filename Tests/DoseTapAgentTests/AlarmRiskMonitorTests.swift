@@ -36,7 +36,8 @@ struct AlarmRiskMonitorTests {
         /// Each nudge as it plays (a test awaits the one a timer plays).
         let plays: AsyncStream<AlarmRiskTracker.Step>
 
-        init(_ alarms: [Alarm], marks: [AlarmRiskTracker.Mark] = [], now: Date = AlarmRiskMonitorTests.now) {
+        init(_ alarms: [Alarm], marks: [AlarmRiskTracker.Mark] = [], now: Date = AlarmRiskMonitorTests.now,
+             guardMode: SleepGuardMode = .off, guardian: AlarmRiskMonitor.Guardian? = nil) {
             let m = Box(marks)
             self.marks = m
             let (p, s) = (played, saves)
@@ -53,6 +54,7 @@ struct AlarmRiskMonitorTests {
                     m.update { $0 = new }
                     s.update { $0 += 1 }
                 },
+                guardMode: { guardMode }, guardian: guardian,
                 play: { step in
                     p.update { $0.append(step) }
                     continuation.yield(step)

@@ -22,9 +22,19 @@ struct ConfigurationTests {
 
             [battery]
             poll_seconds = 120
+            guard = "nudge"
             """)
         #expect(c.alarm == (try TimeOfDay(hour: 5, minute: 30)))
         #expect(c.pollSeconds == 120)
+        #expect(c.sleepGuard == .nudge)
+    }
+
+    @Test("[battery] guard: sleep by default; each of sleep, nudge, off")
+    func sleepGuard() throws {
+        #expect(try AgentConfiguration.parse("").sleepGuard == .sleep)
+        for mode in SleepGuardMode.allCases {
+            #expect(try AgentConfiguration.parse("[battery]\nguard = \"\(mode.rawValue)\"").sleepGuard == mode)
+        }
     }
 
     @Test("bad files are refused in one line that names the problem", arguments: [
@@ -37,6 +47,11 @@ struct ConfigurationTests {
         ("[battery]\npoll_seconds = 3601", "battery.poll_seconds must be a whole number from 60 to 3600"),
         ("[battery]\npoll_seconds = nan", "battery.poll_seconds must be a whole number"),
         ("[battery]\npoll_seconds = \"60\"", "battery.poll_seconds must be a whole number"),
+        ("[battery]\nguard = \"Sleep\"", "battery.guard must be one of \"sleep\", \"nudge\", \"off\""),
+        ("[battery]\nguard = \"sl\u{0435}ep\"", "battery.guard must be one of"), // a Cyrillic е
+        ("[battery]\nguard = \"\"", "battery.guard must be one of"),
+        ("[battery]\nguard = true", "battery.guard must be one of"),
+        ("[battery]\nguard = 1", "battery.guard must be one of"),
         ("[alarm\ntime = \"06:30\"", "config.toml:"),
     ])
     func invalid(text: String, message: String) {

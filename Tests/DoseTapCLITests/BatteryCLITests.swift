@@ -33,6 +33,48 @@ struct BatteryCLITests {
         }
     }
 
+    @Test("the sleep guard (#52 §3): on by default, the configuration's guard, nudge only where the machine cannot wake; --json the same")
+    func sleepGuard() async throws {
+        let cli = try CLI()
+        try await AlarmCLITests.agentCanWake(cli) {
+            let on = try await cli.run(["battery"], scenario: "energy-discharging")
+            #expect(on.exitCode == 0, "\(on.err)")
+            #expect(on.out.contains("\nSleep guard: on: at an alarm's deadline, still awake on its battery, the nudge plays again; once nobody "
+                + "has used this machine for 2 minutes and no program blocks sleep, DoseTap puts it to sleep and the alarm wakes it\n"), "\(on.out)")
+            let json = try cli.json(try await cli.run(["battery", "--json"], scenario: "energy-discharging").out)
+            let shown = try #require(json["sleepGuard"] as? [String: Any])
+            #expect(shown["mode"] as? String == "sleep")
+            #expect(shown["suspends"] as? Bool == true)
+            #expect((shown["why"] as? String)?.hasPrefix("on: ") == true)
+
+            try cli.writeConfig("[battery]\nguard = \"off\"\n")
+            let off = try await cli.run(["battery"], scenario: "energy-discharging")
+            #expect(off.out.contains("\nSleep guard: off ([battery] guard = \"off\"): nothing happens at an alarm's deadline beyond the nudge 20 minutes before it\n"),
+                    "\(off.out)")
+            try cli.writeConfig("[battery]\nguard = \"nudge\"\n")
+            let nudge = try cli.json(try await cli.run(["battery", "--json"], scenario: "energy-discharging").out)
+            #expect((nudge["sleepGuard"] as? [String: Any])?["suspends"] as? Bool == false)
+
+            // A configuration the agent would refuse: the battery is still shown, the guard line says why it is not known.
+            try cli.writeConfig("[battery]\nguard = \"slep\"\n")
+            let bad = try await cli.run(["battery"], scenario: "energy-discharging")
+            #expect(bad.exitCode == 0, "\(bad.err)")
+            #expect(bad.out.contains("\nSleep guard: unknown, the configuration cannot be read: "), "\(bad.out)")
+            #expect(bad.out.contains("battery.guard must be one of"), "\(bad.out)")
+            // No battery, no guard line.
+            try cli.writeConfig("")
+            let mains = try await cli.run(["battery"], scenario: "no-supplies")
+            #expect(!mains.out.contains("Sleep guard"), "\(mains.out)")
+        }
+        try FileManager.default.removeItem(at: cli.dataDirectory.appendingPathComponent("wake-status.json"))
+        let record = #"{"pid":1,"checkedAt":"2026-05-04T21:00:00Z","method":null,"reason":"the agent lacks it","fix":"do the thing"}"#
+        try await WakeWarningCLITests.withAgentRecord(cli, record) {
+            let cannot = try await cli.run(["battery"], scenario: "energy-discharging")
+            #expect(cannot.out.contains("\nSleep guard: nudge only: DoseTap never puts this machine to sleep, it cannot wake itself for the alarm "
+                + "(the agent lacks it)\n"), "\(cannot.out)")
+        }
+    }
+
     @Test("--alarm: a critical night, with the time zone's offset and DST-true hours")
     func alarmCritical() async throws {
         let cli = try CLI()

@@ -62,7 +62,7 @@ struct WakeWarningCLITests {
     }
 
     /// Writes the agent's record and holds its lock, as a running agent does, while `body` runs.
-    func withAgentRecord(_ cli: CLI, _ json: String, _ body: () async throws -> Void) async throws {
+    static func withAgentRecord(_ cli: CLI, _ json: String, _ body: () async throws -> Void) async throws {
         try FileManager.default.createDirectory(at: cli.dataDirectory, withIntermediateDirectories: true)
         let file = cli.dataDirectory.appendingPathComponent("wake-status.json")
         try Data(json.utf8).write(to: file)
@@ -75,7 +75,7 @@ struct WakeWarningCLITests {
     @Test("a running agent's finding wins over the CLI's own: the agent can wake the machine, the CLI could not")
     func agentCan() async throws {
         let cli = try CLI()
-        try await withAgentRecord(cli, #"{"pid":1,"checkedAt":"2026-05-04T21:00:00Z","method":"alarmTimer"}"#) {
+        try await Self.withAgentRecord(cli, #"{"pid":1,"checkedAt":"2026-05-04T21:00:00Z","method":"alarmTimer"}"#) {
             let added = try await unable(cli, "alarm add 05:30")
             #expect(added.out == "Added alarm: 1  05:30  once  \"Alarm\"  next Tue 2026-05-05 05:30\n", "\(added.out)")
         }
@@ -88,7 +88,7 @@ struct WakeWarningCLITests {
     func agentCannot() async throws {
         let cli = try CLI()
         let record = #"{"pid":1,"checkedAt":"2026-05-04T21:00:00Z","method":null,"reason":"the agent lacks it\u001b[2J","fix":"do the thing"}"#
-        try await withAgentRecord(cli, record) {
+        try await Self.withAgentRecord(cli, record) {
             let added = try await cli.run(["alarm", "add", "05:30"], scenario: "ac-online", fakeTime: "2026-05-04 21:00:00")
             #expect(added.exitCode == 0, "\(added.err)")
             #expect(added.out == "Added alarm: 1  05:30  once  \"Alarm\"  next Tue 2026-05-05 05:30\n"

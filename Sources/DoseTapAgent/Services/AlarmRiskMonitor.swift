@@ -18,6 +18,13 @@ import ServiceLifecycle
 /// is within `NudgeDecision.margin`. For that last case one timer, through the scheduling port, decides again at the
 /// earliest `deadline − margin` of the last reading; a new reading (a plug-in is one) sets it again, and a suspend
 /// (`suspending()`, from the sleep guard) drops it until the next reading.
+///
+/// The guard (#52 §3, `DeadlineGuard`, `[battery] guard`): when an alarm's deadline comes and the machine is still
+/// awake on its battery, the nudge plays again (once per occurrence); with `guard = "sleep"` the monitor then reads
+/// logind's facts (`Guardian.facts`: idle, inhibitors, `CanSuspend`, the wake-up) and, when every session has been
+/// idle `DeadlineGuard.idleFor`, notifies "Going to sleep to keep the 06:30 alarm: battery 31 %" and asks logind to
+/// suspend. Until it may it decides again every `DeadlineGuard.retry` and at every reading; the log says each new
+/// verdict once. The timer also waits for the earliest deadline itself.
 public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible {
     public var description: String { "AlarmRiskMonitor" }
 
@@ -40,6 +47,25 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
     private let load: @Sendable () throws -> [AlarmRiskTracker.Mark]
     private let save: @Sendable ([AlarmRiskTracker.Mark]) throws -> Void
     private let play: @Sendable (AlarmRiskTracker.Step) async -> Void
+    private let guardMode: @Sendable () -> SleepGuardMode
+    private let guardian: Guardian?
+
+    /// What the guard does through the machine: read logind's facts, notify, suspend.
+    public struct Guardian: Sendable {
+        public var facts: @Sendable () async -> GuardFacts
+        public var notify: @Sendable (_ text: String) async -> Void
+        public var suspend: @Sendable () async throws -> Void
+        /// Why the machine cannot wake itself for the alarm, or nil (for the line the log says at start).
+        public var cannotWake: @Sendable () -> String?
+
+        public init(facts: @escaping @Sendable () async -> GuardFacts, notify: @escaping @Sendable (_ text: String) async -> Void,
+                    suspend: @escaping @Sendable () async throws -> Void, cannotWake: @escaping @Sendable () -> String? = { nil }) {
+            self.facts = facts
+            self.notify = notify
+            self.suspend = suspend
+            self.cannotWake = cannotWake
+        }
+    }
 
     /// Subscribes at once, so no reading published after this returns is missed.
     /// - Parameters:
@@ -47,10 +73,15 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
     ///   - clock: the scheduling port (the timer at `deadline − margin`), and the time zone the alarms ring in (the
     ///     reading carries its instant).
     ///   - load, save: what has been said, kept across restarts.
+    ///   - guardMode: `[battery] guard` now (read at each decision: a reloaded configuration counts).
+    ///   - guardian: the machine's side of the guard (nil: the guard nudges at the deadline but never suspends).
     public init(events: EventBus, alarms: @escaping @Sendable () throws -> [Alarm], clock: any Scheduling, logger: Logger,
                 load: @escaping @Sendable () throws -> [AlarmRiskTracker.Mark] = { [] },
                 save: @escaping @Sendable ([AlarmRiskTracker.Mark]) throws -> Void = { _ in },
+                guardMode: @escaping @Sendable () -> SleepGuardMode = { .off }, guardian: Guardian? = nil,
                 play: @escaping @Sendable (AlarmRiskTracker.Step) async -> Void) {
+        self.guardMode = guardMode
+        self.guardian = guardian
         stream = events.subscribe()
         (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingNewest(EventBus.defaultBuffer))
         self.alarms = alarms
@@ -64,11 +95,13 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
     /// The agent's: alarms and marks from the database, nudges through the feedback notifier. The alarms are read
     /// again only after a commit that may have changed them (`MarkedRead`): not after each battery sample.
     public convenience init(events: EventBus, database: DoseTapDatabase, clock: any Scheduling, logger: Logger,
-                            feedback: FeedbackNotifier) {
+                            feedback: FeedbackNotifier, guardMode: @escaping @Sendable () -> SleepGuardMode = { .off },
+                            guardian: Guardian? = nil) {
         let marks = AlarmRiskRepository(database: database)
         let alarms = MarkedRead<[Alarm]>(database: database)
         self.init(events: events, alarms: { try alarms.value { try AlarmRepository(database: database).load().alarms } }, clock: clock,
-                  logger: logger, load: { try marks.load() }, save: { try marks.save($0) }) { step in
+                  logger: logger, load: { try marks.load() }, save: { try marks.save($0) }, guardMode: guardMode,
+                  guardian: guardian) { step in
             await feedback.play(.batteryNudge, title: step.nudge.header, body: Self.body(step))
         }
     }
@@ -93,6 +126,9 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
     }
 
     public func run() async throws {
+        if let guardian {
+            logger.info("the sleep guard: \(DeadlineGuard.summary(mode: guardMode(), cannotWake: guardian.cannotWake()).text)")
+        }
         var tracker: AlarmRiskTracker
         do {
             tracker = AlarmRiskTracker(marks: try load())
@@ -116,10 +152,21 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
         }
         /// The last reading's battery and each enabled alarm's forecast there.
         var last: (status: BatteryStatus, forecasts: [(alarm: Alarm, occurrence: Date, forecast: BatteryForecast)])?
-        func arm() {
+        var deadlineGuard = DeadlineGuard()
+        /// The guard waits for the machine to be left idle (or unblocked): decide again after `DeadlineGuard.retry`.
+        var guardWaits = false
+        /// The last verdict logged, so each is said once.
+        var saidVerdict: String?
+        func arm(now: Date) {
             timer?.cancel()
             timer = nil
-            armedAt = last?.forecasts.compactMap({ $0.forecast.decision?.recheckAt }).min()
+            var instants = last?.forecasts.compactMap({ $0.forecast.decision?.recheckAt }) ?? []
+            if guardMode() != .off, let kept = last,
+               let deadline = DeadlineGuard.nextDeadline(kept.forecasts.compactMap { $0.forecast.decision?.deadline }, now: now) {
+                instants.append(deadline)
+            }
+            if guardWaits { instants.append(now.addingTimeInterval(DeadlineGuard.retry)) }
+            armedAt = instants.min()
             guard let at = armedAt else { return }
             let clock = self.clock
             timer = Task {
@@ -132,7 +179,8 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
                 }
             }
         }
-        func observe(_ forecasts: [(alarm: Alarm, occurrence: Date, forecast: BatteryForecast)], pluggedIn: Bool) async {
+        func observe(_ forecasts: [(alarm: Alarm, occurrence: Date, forecast: BatteryForecast)], status: BatteryStatus, now: Date) async {
+            let pluggedIn = status.state.onAC
             let observations = forecasts.map {
                 AlarmRiskTracker.Observation(alarm: $0.alarm, occurrence: $0.occurrence, risk: Self.observedRisk($0.forecast), nudge: $0.forecast.nudge)
             }
@@ -152,6 +200,61 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
                 ])
                 await play(step)
             }
+            await guardDeadlines(forecasts, status: status, played: steps, now: now)
+        }
+        /// The guard (`DeadlineGuard`): the deadline nudge, then, with `guard = "sleep"`, the facts and the verdict.
+        func guardDeadlines(_ forecasts: [(alarm: Alarm, occurrence: Date, forecast: BatteryForecast)], status: BatteryStatus,
+                            played: [AlarmRiskTracker.Step], now: Date) async {
+            let mode = guardMode()
+            let entries = forecasts.compactMap { entry -> (key: DeadlineGuard.Key, deadline: AlarmDeadline)? in
+                entry.forecast.decision.map { (DeadlineGuard.Key(alarm: entry.alarm.id, occurrence: entry.occurrence), $0.deadline) }
+            }
+            let plan = deadlineGuard.step(entries, onAC: status.state.onAC, mode: mode, now: now)
+            guardWaits = false
+            for key in plan.nudge {
+                guard let entry = forecasts.first(where: { $0.alarm.id == key.alarm && $0.occurrence == key.occurrence }),
+                      let nudge = entry.forecast.nudge else { continue }
+                let step = AlarmRiskTracker.Step(alarm: entry.alarm, occurrence: entry.occurrence, nudge: nudge)
+                logger.warning("the alarm's deadline has come and this machine is awake on its battery: \(nudge.header): \(Self.body(step))",
+                               metadata: ["alarm": "\(entry.alarm.id)", "guard": "\(mode.rawValue)"])
+                // The risk step just played says the same: not twice in a row.
+                if !played.contains(where: { $0.alarm.id == key.alarm && $0.occurrence == key.occurrence }) { await play(step) }
+            }
+            guard plan.askFacts, let key = plan.guarding,
+                  let entry = forecasts.first(where: { $0.alarm.id == key.alarm && $0.occurrence == key.occurrence }) else { return }
+            guard let guardian else {
+                say("the sleep guard cannot suspend this machine: no system bus (it keeps nudging)")
+                return
+            }
+            let facts = await guardian.facts()
+            let level = status.state.level.flatMap { $0.isFinite ? Int($0.rounded(.down)) : nil }
+            let verdict = deadlineGuard.verdict(facts, mode: mode, alarm: "\(entry.alarm.time)", level: level, now: now)
+            switch verdict {
+            case .wait(let because):
+                guardWaits = true
+                say("the sleep guard waits: \(because)")
+            case .never(let because):
+                deadlineGuard.asked(key)
+                say("the sleep guard will not suspend this machine: \(because)")
+            case .suspend(let notification):
+                deadlineGuard.asked(key)
+                saidVerdict = nil
+                logger.notice("the sleep guard: \(notification)", metadata: ["alarm": "\(entry.alarm.id)"])
+                await guardian.notify(notification)
+                do {
+                    try await guardian.suspend()
+                } catch {
+                    let text = "DoseTap could not put this machine to sleep (\(DisplayText.escaped("\(error)", maxLength: 300))): "
+                        + "plug it in or suspend it to keep the \(entry.alarm.time) alarm"
+                    logger.error("the sleep guard: \(text)")
+                    await guardian.notify(text)
+                }
+            }
+        }
+        func say(_ line: String) {
+            guard line != saidVerdict else { return }
+            saidVerdict = line
+            logger.notice("\(line)")
         }
         for await next in inputs {
             switch next {
@@ -168,8 +271,8 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
                     return (alarm, next, status.alarmForecast(at: next, now: now))
                 }
                 last = (status, forecasts)
-                await observe(forecasts, pluggedIn: status.state.onAC)
-                arm()
+                await observe(forecasts, status: status, now: now)
+                arm(now: now)
             case .due(let at):
                 let now = clock.now()
                 guard at == armedAt, let kept = last else { continue }
@@ -185,13 +288,16 @@ public final class AlarmRiskMonitor: Service, Sendable, CustomStringConvertible 
                     (alarm: $0.alarm, occurrence: $0.occurrence, forecast: kept.status.alarmForecast($0.forecast, decidedAt: now))
                 }
                 last = (kept.status, forecasts)
-                await observe(forecasts, pluggedIn: kept.status.state.onAC)
-                arm()
+                await observe(forecasts, status: kept.status, now: now)
+                arm(now: now)
             case .suspending:
                 timer?.cancel()
                 timer = nil
                 armedAt = nil
                 last = nil
+                guardWaits = false
+                saidVerdict = nil
+                deadlineGuard.suspending()
             }
         }
     }

@@ -87,7 +87,11 @@ final class AgentWiring: Sendable {
         Self.importConfigAlarm(configuration.current, store: store, logger: logger)
         devices = try makeFeedbackDevices(logger: logger, desktop: true, udev: udev)
         feedback = FeedbackNotifier(devices: devices, settings: SettingsRepository(database: database), clock: SystemClock(), logger: logger)
-        risk = AlarmRiskMonitor(events: events, database: database, clock: TimerFDScheduler.shared, logger: logger, feedback: feedback)
+        let configuration = self.configuration
+        risk = AlarmRiskMonitor(events: events, database: database, clock: TimerFDScheduler.shared, logger: logger, feedback: feedback,
+                                guardMode: { configuration.current.sleepGuard },
+                                guardian: .logind(connect: { try DBusConnection(bus: .system, logger: logger) }, wake: LinuxWakeAlarm(),
+                                                  desktop: devices.desktop, logger: logger))
         logger.info("feedback", metadata: [
             "haptics": "\(devices.haptics.isSupported ? "vibration motor found" : "Not supported on this device")",
             "desktopNotifications": "\(devices.desktop == nil ? "log only" : "session bus")",

@@ -54,6 +54,26 @@ public final class LogindClient: Sendable {
         return conditions
     }
 
+    /// What the deadline guard (#52 §3) needs of logind: whether every session is idle (`IdleHint`, and since when:
+    /// `IdleSinceHint`, 0 is none), whether DoseTap may suspend the machine (`CanSuspend`), and who blocks sleep. A
+    /// property or call logind does not answer is the safe side: not idle, `CanSuspend` unknown.
+    public func guardFacts(cannotWake: String?, ownPID: Int = Int(ProcessInfo.processInfo.processIdentifier)) async -> GuardFacts {
+        let idle = await property("IdleHint")?.bool ?? false
+        var since: Date?
+        if let usec = await property("IdleSinceHint")?.int, usec > 0 { since = Date(timeIntervalSince1970: Double(usec) / 1_000_000) }
+        let canSuspend = try? await connection.call(destination: Self.service, path: Self.path, interface: Self.interface,
+                                                    member: "CanSuspend").first?.string
+        let blockers = await sleepConditions(ownPID: ownPID).sleepBlockedBy
+        return GuardFacts(idle: idle, idleSince: since, blockedBy: blockers, cannotWake: cannotWake, canSuspend: canSuspend)
+    }
+
+    /// Asks logind to suspend the machine now (`Suspend(false)`: no polkit password prompt; the active session's user
+    /// may, by logind's default policy). Throws what logind answers (a refusal, an inhibitor, no logind).
+    public func suspend() async throws {
+        _ = try await connection.call(destination: Self.service, path: Self.path, interface: Self.interface, member: "Suspend",
+                                      arguments: [.bool(false)])
+    }
+
     private func property(_ name: String) async -> DBusValue? {
         try? await connection.call(destination: Self.service, path: Self.path, interface: "org.freedesktop.DBus.Properties",
                                    member: "Get", arguments: [.string(Self.interface), .string(name)]).first
