@@ -114,6 +114,59 @@ struct StoreHardeningTests {
         }
     }
 
+    /// #51 finding 10: a row `setting('clearing')` switched the delete guard off for every writer.
+    @Test("no setting opens the dose log to DELETE; data clear still clears it, and the guard is back after it")
+    func noBackDoor() throws {
+        let (_, db) = try fresh()
+        let repo = DoseRepository(database: db)
+        guard case .recorded(let event, _, _) = try take(repo, at: t0) else { Issue.record("refused"); return }
+        try db.write { d in try d.execute(sql: "INSERT INTO setting (key, value) VALUES ('clearing', '1')") }
+        #expect(throws: (any Error).self) {
+            try db.write { d in try d.execute(sql: "DELETE FROM dose_event") }
+        }
+        #expect(try repo.allEvents() == [event])
+        try db.clearAll()
+        #expect(try repo.count() == 0)
+        _ = try take(repo, at: t0)
+        #expect(throws: (any Error).self) {
+            try db.write { d in try d.execute(sql: "DELETE FROM dose_event") }
+        }
+        #expect(try repo.count() == 1)
+        // A clear that fails half-way (a row of another table refusing) leaves the guard in place: one transaction.
+        try db.write { d in
+            try d.execute(sql: "CREATE TEMP TRIGGER refuse_clear BEFORE DELETE ON main.setting BEGIN SELECT RAISE(ABORT, 'no'); END")
+            try d.execute(sql: "INSERT INTO setting (key, value) VALUES ('x', '1')")
+        }
+        #expect(throws: (any Error).self) { try db.clearAll() }
+        #expect(try repo.count() == 1)
+        #expect(throws: (any Error).self) {
+            try db.write { d in try d.execute(sql: "DELETE FROM dose_event") }
+        }
+    }
+
+    @Test("a store of v11 with the old guard and a 'clearing' row: v12 removes the row and the condition")
+    func upgradeClosesTheBackDoor() throws {
+        let (url, db) = try fresh()
+        let repo = DoseRepository(database: db)
+        guard case .recorded = try take(repo, at: t0) else { Issue.record("refused"); return }
+        try db.write { d in
+            try d.execute(sql: """
+                DROP TRIGGER dose_event_append_only_delete;
+                CREATE TRIGGER dose_event_append_only_delete BEFORE DELETE ON dose_event
+                WHEN (SELECT value FROM setting WHERE key = 'clearing') IS NULL
+                BEGIN SELECT RAISE(ABORT, 'the dose log is append-only'); END;
+                INSERT INTO setting (key, value) VALUES ('clearing', '1');
+                DELETE FROM grdb_migrations WHERE identifier = 'v12-dose-log-guard';
+                """)
+        }
+        let upgraded = try DoseTapDatabase(directory: url)
+        #expect(try upgraded.read { d in try String.fetchOne(d, sql: "SELECT value FROM setting WHERE key = 'clearing'") } == nil)
+        #expect(throws: (any Error).self) {
+            try upgraded.write { d in try d.execute(sql: "DELETE FROM dose_event") }
+        }
+        #expect(try DoseRepository(database: upgraded).count() == 1)
+    }
+
     @Test("INSERT OR REPLACE cannot rewrite a row of the append-only log")
     func insertOrReplace() throws {
         let (_, db) = try fresh()
@@ -158,7 +211,7 @@ struct StoreHardeningTests {
             return out
         }
         #expect(failures == [])
-        #expect(try DoseTapDatabase(directory: url).appliedMigrations().count == 11)
+        #expect(try DoseTapDatabase(directory: url).appliedMigrations().count == 12)
     }
 
     @Test("a reader opens and reads while another connection holds a write transaction")

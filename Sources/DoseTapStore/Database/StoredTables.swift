@@ -61,15 +61,15 @@ extension DoseTapDatabase {
     }
 
     /// Deletes every table of `StoredTables.cleared`, in one transaction. The dose log's append-only guard is
-    /// lifted for this transaction only (the `clearing` setting, deleted with the settings).
+    /// dropped and created again inside that transaction (V12): no committed state is ever without it, and no row
+    /// anywhere can switch it off.
     public func clearAll() throws {
         try write { db in
-            try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('clearing', '1')")
-            // The settings last: the dose log's guard reads `clearing` from them.
-            for part in StoredTables.cleared where part.table != "setting" {
+            try db.execute(sql: "DROP TRIGGER dose_event_append_only_delete")
+            for part in StoredTables.cleared {
                 try db.execute(sql: "DELETE FROM \(part.table)")
             }
-            try db.execute(sql: "DELETE FROM setting")
+            try db.execute(sql: V12DoseLogGuard.createGuard)
         }
     }
 

@@ -1,7 +1,7 @@
 internal import GRDB
 
-/// v2: the append-only dose log (a row is never changed or deleted, except by `data clear`, which sets
-/// `clearing` for its own transaction), the settings, and the reminders already given.
+/// v2: the append-only dose log (a row is never changed or deleted, except by `data clear`, which set
+/// `clearing` for its own transaction — a back door V12 closed), the settings, and the reminders already given.
 enum V2DoseLog: StoreMigration {
     static let identifier = "v2-dose-log"
 
