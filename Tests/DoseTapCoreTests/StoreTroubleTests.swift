@@ -10,11 +10,11 @@ struct StoreTroubleTests {
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
     func at(_ seconds: Double) -> Date { Self.t0.addingTimeInterval(seconds) }
 
-    @Test("the back-off: 5 s doubling to the 5-minute ceiling, then every 5 minutes; none before a failure")
+    @Test("the back-off: 5 s doubling to the 30-second ceiling, then every 30 s; none before a failure")
     func backoff() {
         #expect(StoreTrouble.retryDelay(afterFailures: 0) == 0)
-        #expect((1...9).map { StoreTrouble.retryDelay(afterFailures: $0) } == [5, 10, 20, 40, 80, 160, 300, 300, 300])
-        #expect(StoreTrouble.retryDelay(afterFailures: Int.max) == 300)
+        #expect((1...9).map { StoreTrouble.retryDelay(afterFailures: $0) } == [5, 10, 20, 30, 30, 30, 30, 30, 30])
+        #expect(StoreTrouble.retryDelay(afterFailures: Int.max) == 30)
     }
 
     @Test("began once; quiet on the next failures; a reminder only after ten minutes; a change of cause is told; the end is told")
@@ -56,7 +56,7 @@ struct StoreTroubleTests {
                 let problem = StoreProblem.allCases[code]
                 let (report, retryAt) = trouble.failed(problem, detail: "", at: now)
                 #expect(retryAt > now)
-                #expect(retryAt.timeIntervalSince(now) <= 300)
+                #expect(retryAt.timeIntervalSince(now) <= 30)
                 if report != nil { lines.append(now) }
                 if case .reminder = report { #expect(last == problem) }
                 if problem != last { #expect(report != nil, "a new cause is always told") }

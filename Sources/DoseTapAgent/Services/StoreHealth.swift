@@ -12,7 +12,7 @@ import Glibc
 
 /// Whether the agent can write its data, as one state for the whole agent (#51). The services that write in the
 /// background (the alarms' rings, the reminders fired) report each write's outcome here and keep what they could
-/// not write in memory; this says when to try again (`StoreTrouble`: 5 s doubling to 5 minutes), and tells —
+/// not write in memory; this says when to try again (`StoreTrouble`: 5 s doubling to 30 s), and tells —
 /// one log line when the trouble begins, changes cause or ends, a reminder at most every ten minutes; a critical
 /// desktop notification once per cause; and `store-status.json` in the data folder, which the command line and the
 /// dashboard read while the agent holds it (`AlarmWarnings`): "DoseTap cannot write its data (the disk is full):

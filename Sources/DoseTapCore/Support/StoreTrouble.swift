@@ -50,8 +50,11 @@ public enum StoreProblem: String, Sendable, Equatable, CaseIterable, Codable {
 /// starts, changes cause or ends, a reminder at most every `reminderInterval` while it lasts, never a line per
 /// failure. Pure: the caller passes the time.
 public struct StoreTrouble: Sendable, Equatable {
-    /// The waits between attempts at a write that keeps failing: 5 s doubling to 5 minutes, then every 5 minutes.
-    public static let retrySteps: [TimeInterval] = [5, 10, 20, 40, 80, 160, 300]
+    /// The waits between attempts at a write that keeps failing: 5 s doubling to 30 s, then every 30 s. The ceiling is
+    /// what the person waits, after the lock is released or space freed, for what was kept in memory to be written
+    /// (with 5 minutes, a lock released under load was not seen for minutes); an attempt costs one failed write or one
+    /// `BEGIN IMMEDIATE`, and the log stays quiet (the reminder's own interval), so 30 s keeps CPU and log flat.
+    public static let retrySteps: [TimeInterval] = [5, 10, 20, 30]
     /// While the trouble lasts, the log is reminded this often at most.
     public static let reminderInterval: TimeInterval = 600
 
