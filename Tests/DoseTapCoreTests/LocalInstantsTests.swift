@@ -121,6 +121,18 @@ struct LocalInstantsTests {
         }
     }
 
+    @Test("a day the zone skipped whole has no night: 31 December 2011 00:00 in Apia belongs to the night of the 29th")
+    func skippedDay() {
+        let apia = TimeZone(identifier: "Pacific/Apia")!
+        for seconds: TimeInterval in [1_325_239_200, 1_325_239_200 + 3600, 1_325_239_200 + 17 * 3600] { // 31 Dec 00:00, 01:00, 17:00 local
+            let instant = Date(timeIntervalSince1970: seconds)
+            #expect(SleepHabits.nightStart(containing: instant, in: apia).name == "2011-12-29", "\(seconds)")
+            #expect(SleepHabits.nightStart(containing: instant, in: apia).name == Reference.nightStart(containing: instant, in: apia).name)
+        }
+        // 18:00 on the 31st starts that day's own night.
+        #expect(SleepHabits.nightStart(containing: Date(timeIntervalSince1970: 1_325_239_200 + 18 * 3600), in: apia).name == "2011-12-31")
+    }
+
     @Test("the night an instant belongs to and the clock a forecast names: the calendar's, in every zone, any instant")
     func nightsAndClocksMatchCalendar() async throws {
         await propertyCheck(count: 4000, input: Gen.double(in: 946_684_800...2_208_988_800), Gen.int(in: 0...(Self.zones.count - 1))) { seconds, z in

@@ -180,6 +180,12 @@ public struct SleepHabits: Sendable, Equatable, Codable {
         let local = CivilTime(instant, in: zone)
         var day = CivilTime.days(year: local.year, month: local.month, day: local.day)
         if local.hour < 18 { day -= 1 }
+        // A day the zone skipped whole (Samoa went from 29 to 31 December 2011) had no evening: the night is the one
+        // of the day before, as the calendar says (a property test drew 31 December 00:00 in Apia).
+        for _ in 0..<2 where CivilTime.instants(showing: day * 86_400 + 12 * 3600, in: zone).isEmpty
+            && CivilTime.instants(showing: day * 86_400 + 18 * 3600, in: zone).isEmpty {
+            day -= 1
+        }
         let start = CivilTime.instantPreservingTime(showing: day * 86_400 + 18 * 3600, in: zone)
         let (year, month, date) = CivilTime.date(days: day)
         return ("\(year.zeroPadded(4))-\(month.zeroPadded(2))-\(date.zeroPadded(2))", Date(timeIntervalSince1970: Double(start)))
