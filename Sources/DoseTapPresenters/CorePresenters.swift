@@ -85,6 +85,7 @@ extension DoseEvent {
         case .snooze: "snooze"
         case .skip: "skip"
         case .undo: "undo"
+        case .discard: "discard"
         }
     }
 
@@ -119,6 +120,12 @@ extension NightStatus {
             // What Undo and Snooze name (the web's forms and its API): the last action, and the reminder's setter.
             ("lastAction", lastAction.map { $0.json(in: timeZone) } ?? .null),
             ("reminderSetBy", JSON.optional(reminderSetBy?.id.uuidString)),
+            // Events dated in the future, set aside (#51): they decide nothing; each with its discard command.
+            ("setAside", .array(setAside.map { event in
+                .object([("id", .string(event.id.uuidString)), ("kind", .string(event.kindName)),
+                         ("at", .string(event.at.rfc3339(in: timeZone))),
+                         ("notice", .string(SetAsideNotice.sentence(event, now: now, in: timeZone)))])
+            })),
         ])
     }
 }

@@ -46,29 +46,44 @@ public struct DoseRepository: Sendable {
                             .filter { $0.offset >= cutoff || $0.element.at >= since }.map(\.element)
                     }
                 } else {
-                    let (events, unreadable) = try Self.events(db, since: since)
-                    current = DoseLogCache(dataVersion: version, localWrites: writes, since: since, events: events,
-                                           unreadable: unreadable, settings: try SettingsRepository.load(db))
+                    let read = try Self.events(db, since: since)
+                    current = DoseLogCache(dataVersion: version, localWrites: writes, since: since, events: read.events,
+                                           unreadable: read.unreadable, setAside: read.setAside, discarded: read.discarded,
+                                           settings: try SettingsRepository.load(db))
                 }
-                let log = DoseLog(events: current.events, unreadable: current.unreadable)
+                let log = DoseLog(events: current.events, unreadable: current.unreadable, setAside: current.setAside,
+                                  discarded: current.discarded, now: now)
+                // An event seen dated in the future is remembered so, whatever this input's outcome (#51).
+                let remembered = try Self.rememberSetAside(log.newlySetAside, now: now, db)
+                if remembered { current.setAside.formUnion(log.newlySetAside) }
                 switch DosePolicy.decide(input, log: log, now: now, timeZone: timeZone,
                                          targetMinutes: current.settings.dose2TargetMinutes) {
                 case .refuse(let refusal):
-                    // Nothing written: the next decision may use the same read (this write adds one).
+                    // Nothing written (or only the marks): the next decision may use the same read (this write adds one).
                     var kept = current
                     kept.localWrites = writes + 1
-                    database.doseLogCache.withLock { $0 = kept }
+                    database.doseLogCache.withLock { $0 = remembered ? nil : kept }
                     outcome = .refused(refusal, status: log.status(at: now, in: timeZone))
-                    return .rollback
+                    if remembered { pendingCache = kept }
+                    return remembered ? .commit : .rollback
                 case .record(let kind, let confirmation):
                     let event = DoseEvent(id: UUID(), kind: kind, at: now, timeZone: timeZone.identifier, source: input.source)
                     try Self.insert(event, db)
                     var after = current
                     after.events.append(event)
+                    if case .discard(let target) = kind {
+                        try db.execute(sql: """
+                            INSERT INTO dose_event_future (id, seen_at, discarded_at) VALUES (?, ?, ?)
+                            ON CONFLICT (id) DO UPDATE SET discarded_at = excluded.discarded_at
+                            """, arguments: [target.uuidString, now.timeIntervalSince1970, now.timeIntervalSince1970])
+                        after.setAside.insert(target)
+                        after.discarded.insert(target)
+                    }
                     after.localWrites = writes + 1
                     // Kept only once the commit succeeded (below); a failed commit leaves no cache.
                     database.doseLogCache.withLock { $0 = nil }
-                    let folded = DoseLog(events: after.events, unreadable: after.unreadable)
+                    let folded = DoseLog(events: after.events, unreadable: after.unreadable, setAside: after.setAside,
+                                         discarded: after.discarded, now: now)
                     outcome = .recorded(event, confirmation: confirmation, status: folded.status(at: now, in: timeZone))
                     pendingCache = after
                     return .commit
@@ -79,6 +94,24 @@ public struct DoseRepository: Sendable {
         }
     }
 
+    /// Remembers events as set aside (seen dated in the future); true when a row was added.
+    static func rememberSetAside(_ ids: [UUID], now: Date, _ db: Database) throws -> Bool {
+        guard !ids.isEmpty else { return false }
+        let before = db.totalChangesCount
+        for id in ids {
+            try db.execute(sql: "INSERT OR IGNORE INTO dose_event_future (id, seen_at) VALUES (?, ?)",
+                           arguments: [id.uuidString, now.timeIntervalSince1970])
+        }
+        return db.totalChangesCount > before
+    }
+
+    /// Remembers the events a read found dated in the future (`DoseLog.newlySetAside`), so they stay set aside when
+    /// their date comes (the agent calls this as it reads the log).
+    public func rememberSetAside(_ ids: [UUID], now: Date, patience: WritePatience = .standard) throws {
+        guard !ids.isEmpty else { return }
+        try database.write(patience: patience) { db in _ = try Self.rememberSetAside(ids, now: now, db) }
+    }
+
     /// The night as it stands at `now`. Unreadable entries in the recent log are an error
     /// (`UnreadableLog`): showing "idle" over a Dose 1 that cannot be read could lead to a second one.
     public func status(now: Date, timeZone: TimeZone) throws -> NightStatus {
@@ -87,17 +120,31 @@ public struct DoseRepository: Sendable {
         return log.status(at: now, in: timeZone)
     }
 
-    /// The recent log (the current night and the one before), with its unreadable entries listed.
+    /// The recent log (the current night and the one before) as it stands at `now`, with its unreadable entries
+    /// listed and its events dated in the future set aside.
     public func recentLog(now: Date) throws -> DoseLog {
         try database.read { db in
-            let (events, unreadable) = try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon))
-            return DoseLog(events: events, unreadable: unreadable)
+            let read = try Self.events(db, since: now.addingTimeInterval(-Self.recentHorizon))
+            return DoseLog(events: read.events, unreadable: read.unreadable, setAside: read.setAside,
+                           discarded: read.discarded, now: now)
+        }
+    }
+
+    /// The whole log as it stands at `now` (events dated in the future set aside).
+    public func wholeLog(now: Date) throws -> DoseLog {
+        try database.read { db in
+            let read = try Self.events(db, since: nil)
+            return DoseLog(events: read.events, unreadable: read.unreadable, setAside: read.setAside,
+                           discarded: read.discarded, now: now)
         }
     }
 
     /// The whole log, in order, with the `seq` of every entry that could not be read.
     public func readAll() throws -> (events: [DoseEvent], unreadable: [Int64]) {
-        try database.read { db in try Self.events(db, since: nil) }
+        try database.read { db in
+            let read = try Self.events(db, since: nil)
+            return (read.events, read.unreadable)
+        }
     }
 
     /// The whole log, in order; unreadable entries are an error (`UnreadableLog`).
@@ -196,11 +243,21 @@ public struct DoseRepository: Sendable {
         }
     }
 
+    /// What one read of the log gives.
+    struct Read {
+        var events: [DoseEvent]
+        var unreadable: [Int64]
+        /// Remembered as set aside (dated in the future when first seen), and those of them discarded.
+        var setAside: Set<UUID>
+        var discarded: Set<UUID>
+    }
+
     /// The log since `since` (the recent rows, DoseEventRow.recentSQL) or all of it, in order, with the `seq` of
-    /// every entry that cannot be read and is not set aside.
-    static func events(_ db: Database, since: Date?) throws -> (events: [DoseEvent], unreadable: [Int64]) {
+    /// every entry that cannot be read and is not set aside, and the events remembered as set aside.
+    static func events(_ db: Database, since: Date?) throws -> Read {
         // The SQL and the decoding are DoseEventRow's, shared with the one-shot front (#29).
         let ignored = Set(try Int64.fetchAll(db, sql: DoseEventRow.ignoredSQL))
+        let marks = DoseEventRow.setAsideMarks(try Row.fetchAll(db, sql: DoseEventRow.setAsideSQL).map(stored))
         let rows = try since.map { try Row.fetchCursor(db, sql: DoseEventRow.recentSQL, arguments: [$0.timeIntervalSince1970]) }
             ?? Row.fetchCursor(db, sql: DoseEventRow.allSQL)
         var events: [DoseEvent] = []
@@ -213,7 +270,7 @@ public struct DoseRepository: Sendable {
                 unreadable.append(seq)
             }
         }
-        return (events, unreadable)
+        return Read(events: events, unreadable: unreadable, setAside: marks.setAside, discarded: marks.discarded)
     }
 
     /// A row's columns by their storage classes (DoseEventRow decodes them).
@@ -242,6 +299,7 @@ public struct DoseRepository: Sendable {
         case .snooze: (kind, payload) = ("snooze", [:])
         case .skip(let reason): (kind, payload) = ("skip", reason.map { ["reason": $0.rawValue] } ?? [:])
         case .undo(let target): (kind, payload) = ("undo", ["undoes": target.uuidString])
+        case .discard(let target): (kind, payload) = ("discard", ["discards": target.uuidString])
         }
         let json = String(decoding: try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]), as: UTF8.self)
         try db.execute(

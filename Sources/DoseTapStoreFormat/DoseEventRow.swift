@@ -20,6 +20,21 @@ public enum DoseEventRow {
     /// The `seq` of every entry set aside (`data ignore`): an unreadable entry there is not an error.
     public static let ignoredSQL = "SELECT seq FROM dose_event_ignored"
 
+    /// The events remembered as set aside (dated in the future when first seen, #51): id, and 1 when discarded.
+    public static let setAsideSQL = "SELECT id, discarded_at IS NOT NULL FROM dose_event_future"
+
+    /// The marks `setAsideSQL` reads, as ids: those set aside, and those of them discarded.
+    public static func setAsideMarks(_ rows: [[StoredValue]]) -> (setAside: Set<UUID>, discarded: Set<UUID>) {
+        var aside = Set<UUID>()
+        var discarded = Set<UUID>()
+        for row in rows {
+            guard row.count >= 2, case .text(let text) = row[0], let id = uuid(text) else { continue }
+            aside.insert(id)
+            if row[1] == .integer(1) { discarded.insert(id) }
+        }
+        return (aside, discarded)
+    }
+
     /// 1 when SQLite's JSON parser reads the payload as a JSON object (a text column, well-formed RFC 8259 JSON),
     /// else 0. Only then are its fields looked at: `json_type` on anything else is an error that would fail the whole
     /// query, so each test is a CASE branch (evaluated in order, each only when the ones before did not match).
@@ -44,10 +59,11 @@ public enum DoseEventRow {
         + field("targetMinutes", "'integer', 'real'") + ", "
         + "CASE WHEN NOT (\(payloadIsObject)) THEN NULL WHEN json_type(payload, '$.late') = 'true' THEN 1 WHEN json_type(payload, '$.late') = 'false' THEN 0 END, "
         + field("reason", "'text'") + ", "
-        + field("undoes", "'text'")
+        + field("undoes", "'text'") + ", "
+        + field("discards", "'text'")
 
     /// How many columns `columns` selects.
-    public static let columnCount = 12
+    public static let columnCount = 13
 
     /// Every entry, in order.
     public static let allSQL = "SELECT \(columns) FROM dose_event ORDER BY seq"
@@ -93,6 +109,9 @@ public enum DoseEventRow {
         case "undo":
             guard let target = text(columns[11]).flatMap(uuid) else { return nil }
             kind = .undo(of: target)
+        case "discard":
+            guard let target = text(columns[12]).flatMap(uuid) else { return nil }
+            kind = .discard(of: target)
         default: return nil
         }
         return DoseEvent(id: id, kind: kind, at: Date(timeIntervalSince1970: seconds), timeZone: zone, source: source)
@@ -144,6 +163,6 @@ public enum StoreSchema {
     public static let migrationIdentifiers = [
         "v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings",
         "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2",
-        "v12-dose-log-guard",
+        "v12-dose-log-guard", "v13-dose-event-future",
     ]
 }

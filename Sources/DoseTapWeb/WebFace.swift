@@ -111,13 +111,16 @@ public enum WebFace {
             let logger = self.logger
             let name = self.name
             let onListening = self.onListening
+            let headerTimeout = self.headerTimeout
             do {
                 let http = HTTP1Channel(
                     responder: { request, writer, channel in
                         let context = WebContext(source: ApplicationRequestContextSource(channel: channel, logger: requestLogger))
                         var response: Response
                         do {
-                            response = try await responder.respond(to: request, context: context)
+                            response = try await WebDashboard.$bodyDeadline.withValue(BodyDeadline(channel: channel, timeout: headerTimeout)) {
+                                try await responder.respond(to: request, context: context)
+                            }
                         } catch {
                             response = WebDashboard.error(.internalServerError, "the request failed", api: true)
                             WebDashboard.securityHeaders(&response.headers)

@@ -34,6 +34,12 @@ enum FrontDoseStatus {
             ignored.insert(seq)
             return true
         }) else { return nil }
+        var marks: [[StoredValue]] = []
+        guard reader.query(DoseEventRow.setAsideSQL, row: { columns in
+            marks.append(columns)
+            return true
+        }) else { return nil }
+        let remembered = DoseEventRow.setAsideMarks(marks)
         var events: [DoseEvent] = []
         var unreadable: [Int64] = []
         let since = now.addingTimeInterval(-DoseEventRow.recentHorizon).timeIntervalSince1970
@@ -48,6 +54,7 @@ enum FrontDoseStatus {
             }
             return true
         }) else { return nil }
-        return DoseLog(events: events, unreadable: unreadable)
+        return DoseLog(events: events, unreadable: unreadable, setAside: remembered.setAside,
+                       discarded: remembered.discarded, now: now)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DoseTapAgent
 import DoseTapApp
+import DoseTapCore
 import DoseTapLinux
 import DoseTapStore
 import Foundation
@@ -56,8 +57,8 @@ struct DataCommand: ParsableCommand {
     struct Unreadable: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "unreadable",
-            abstract: "List the entries of the dose log that cannot be read; set them aside with --ignore.",
-            discussion: "While the log holds an entry that cannot be read (written by hand, a damaged disk), no dose is recorded and dose status refuses to guess: the entry could be tonight's Dose 1. Look at it, then set it aside with --ignore SEQ (it stays in the file; the rules stop counting it).")
+            abstract: "Check the dose log: list the entries that cannot be read (set them aside with --ignore) and those dated in the future.",
+            discussion: "While the log holds an entry that cannot be read (written by hand, a damaged disk), no dose is recorded and dose status refuses to guess: the entry could be tonight's Dose 1. Look at it, then set it aside with --ignore SEQ (it stays in the file; the rules stop counting it). An entry dated in the future (recorded while a clock was ahead) is set aside by itself and named here too; dosetap dose discard ID ends the notice.")
 
         @Option(name: .customLong("ignore"), help: "Set this entry aside (repeat for several).")
         var ignore: [Int64] = []
@@ -67,17 +68,28 @@ struct DataCommand: ParsableCommand {
         func run() throws {
             let history = DoseHistory(store: DataStore(directory: location.paths.dataDirectory), clock: SystemClock())
             if ignore.isEmpty {
-                guard let entries = try failing({ try history.unreadableEntries() }) else {
+                guard let entries = try failing({ try history.unreadableEntries() }),
+                      let future = try failing({ try history.setAsideEntries() }) else {
                     printLine("No data in \(location.paths.dataDirectory.path).")
                     return
                 }
                 if entries.isEmpty {
                     printLine("Every entry of the dose log can be read.")
-                    return
                 }
                 for entry in entries {
                     let columns = entry.columns.map { "\($0.name)=\(oneLine(String($0.value.prefix(120))))" }.joined(separator: " ")
                     printLine("seq \(entry.seq)\(entry.ignored ? " (set aside)" : ""): \(columns)")
+                }
+                let zone = SystemTimeZone.current
+                let now = Date()
+                if future.setAside.isEmpty && future.discarded.isEmpty {
+                    printLine("No entry is dated in the future.")
+                }
+                for event in future.setAside {
+                    printLine(SetAsideNotice.sentence(event, now: now, in: zone))
+                }
+                for event in future.discarded {
+                    printLine("Discarded: \(event.label) dated \(SetAsideNotice.dated(event.at, in: zone)) (id \(SetAsideNotice.shortID(event.id))): dated in the future when it was seen; it never counts.")
                 }
                 return
             }

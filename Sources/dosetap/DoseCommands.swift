@@ -8,8 +8,8 @@ import Foundation
 struct DoseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dose",
-        abstract: "The two-dose night: take, snooze, skip, undo, status.",
-        subcommands: [Take.self, Snooze.self, Skip.self, Undo.self, Status.self]
+        abstract: "The two-dose night: take, snooze, skip, undo, status, discard.",
+        subcommands: [Take.self, Snooze.self, Skip.self, Undo.self, Status.self, Discard.self]
     )
 }
 
@@ -152,6 +152,25 @@ extension DoseCommand {
         }
     }
 
+    struct Discard: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "discard",
+            abstract: "Discard one entry set aside because it is dated in the future (dose status names it).",
+            discussion: "An entry dated in the future (recorded while a clock was ahead) never counts; dose status names it until it is discarded. Discarding is recorded in the log as an event of its own: the entry stays, marked discarded. Only such an entry can be discarded; a dose is taken back with dosetap dose undo, within 5 s.")
+
+        @Argument(help: "The entry's id, or its first 8 hexadecimal digits (as dose status shows it).")
+        var id: String
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        @OptionGroup var location: DataOptions
+
+        func run() throws {
+            try submitDose(.discard(reference: id), location: location, json: json)
+        }
+    }
+
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "status", abstract: "Show tonight: phase, doses, window, reminder.")
 
@@ -169,6 +188,9 @@ extension DoseCommand {
             }
             let clock = ClockText(timeZone: zone)
             printLine("Night of \(status.nightDate): \(status.phase.rawValue)")
+            for event in status.setAside {
+                printLine(Terminal.colored(SetAsideNotice.sentence(event, now: status.now, in: zone), "orange"))
+            }
             guard let s = status.session else {
                 printLine("No Dose 1 yet tonight.")
                 return

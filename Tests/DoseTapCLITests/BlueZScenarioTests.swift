@@ -249,6 +249,7 @@ struct BlueZScenarioTests {
         case .snooze: "snooze"
         case .skip: "skip"
         case .undo: "undo"
+        case .discard: "discard"
         }
     }
 

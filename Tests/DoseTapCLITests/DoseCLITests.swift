@@ -20,7 +20,7 @@ struct DoseCLITests {
 
         let status = try cli.json(try await cli.dose(["dose", "status", "--json"], at: "2026-01-16 01:10:00").out)
         #expect(status.keys.sorted() == ["dose1At", "dose2At", "lastAction", "minutesRemaining", "nightDate", "onTime", "phase", "reminderAt",
-                                         "reminderSetBy", "skipReason", "snoozesLeft", "snoozesUsed", "windowClosesAt", "windowOpensAt"])
+                                         "reminderSetBy", "setAside", "skipReason", "snoozesLeft", "snoozesUsed", "windowClosesAt", "windowOpensAt"])
         #expect(status["phase"] as? String == "open")
         #expect(status["nightDate"] as? String == "2026-01-15")
         #expect(status["dose1At"] as? String == "2026-01-15T22:30:00-05:00")

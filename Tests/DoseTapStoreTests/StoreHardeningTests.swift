@@ -211,7 +211,7 @@ struct StoreHardeningTests {
             return out
         }
         #expect(failures == [])
-        #expect(try DoseTapDatabase(directory: url).appliedMigrations().count == 12)
+        #expect(try DoseTapDatabase(directory: url).appliedMigrations().count == StoreSchema.migrationIdentifiers.count)
     }
 
     @Test("a reader opens and reads while another connection holds a write transaction")

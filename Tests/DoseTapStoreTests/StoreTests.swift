@@ -23,11 +23,11 @@ struct StoreTests {
     func create() throws {
         let dir = try temporaryDirectory()
         let db = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard"])
+        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard", "v13-dose-event-future"])
         #expect(try db.journalMode() == "wal")
         // Re-opening runs no migration twice.
         let again = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard"])
+        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard", "v13-dose-event-future"])
     }
 
     /// GRDB's pool sets `synchronous = NORMAL` on its writer after the configuration's own set-up: in WAL mode
@@ -466,6 +466,7 @@ struct ClearedTablesTests {
                 INSERT INTO setting (key, value) VALUES ('user', '{}');
                 INSERT INTO dose_event (id, kind, at, time_zone, source) VALUES ('a', 'dose1', 1, 'UTC', 'cli');
                 INSERT INTO dose_event_ignored (seq, ignored_at) VALUES (1, 1);
+                INSERT INTO dose_event_future (id, seen_at) VALUES ('a', 1);
                 INSERT INTO reminder_fired VALUES ('s', 'dose2', 1, 1);
                 INSERT INTO battery_sample (at, level, on_ac, status) VALUES (1, 50, 0, 'discharging');
                 INSERT INTO button (address, kind, name, bindkey, mapping, added_at) VALUES ('A4:C1:38:00:00:01', 'bthome', 'b', 'k', '{}', 1);

@@ -76,6 +76,29 @@ struct ConnectionLimitTests {
         }
     }
 
+    @Test("a request body trickled a byte at a time is cut off at the header timeout (#51: POST /pair stayed open a minute)")
+    func bodyTimeout() async throws {
+        try await withListener(WebLimits(tcpConnections: 8, tcpPerClient: 8, unixConnections: 1, headerTimeout: 1)) { port in
+            let head = "POST /pair HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 500\r\n\r\ncode="
+            let trickler = try RawSocket(port: port, send: head)
+            // A byte every 0.3 s (well inside the 1 s idle timeout) for up to 60 s: closed long before.
+            let closedAfter = await onOwnThread { () -> Double? in
+                let start = Date()
+                for _ in 0..<200 {
+                    if trickler.closedByServer(within: 0.3) { return Date().timeIntervalSince(start) }
+                    _ = send(trickler.fd, "1", 1, Int32(MSG_NOSIGNAL))
+                }
+                return nil
+            }
+            let seconds = try #require(closedAfter, "the trickled body kept its connection open for a minute")
+            #expect(seconds < 30)
+            // A whole body in time is still answered.
+            let whole = try RawSocket(port: port, send: "POST /pair HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\nConnection: close\r\n\r\ncode=1234")
+            let answer = await onOwnThread { whole.readAll(timeout: 20) }
+            #expect(answer.hasPrefix("HTTP/1.1 "), "\(answer)")
+        }
+    }
+
     /// How many of `connections` the server closes: waits (generously) for `expected`, then a moment for more.
     static func closedCount(_ connections: [RawSocket], expected: Int) -> Int {
         var closed = Set<Int>()

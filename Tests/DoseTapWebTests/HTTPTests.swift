@@ -324,6 +324,60 @@ struct HTTPTests {
         }
     }
 
+    @Test("a key given twice is refused in one line and records nothing (#51)")
+    func duplicateKeys() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            for body in [#"{"late": false, "late": true}"#, #"{"reason": "alert", "reason": "other"}"#, #"{"a": {"b": 1, "b": 2}}"#,
+                         #"{"late": false, "l\u0061te": false}"#] {
+                let r = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                 body: ByteBuffer(string: body))
+                #expect(r.status == .badRequest, "\(body)")
+                #expect(r.text.contains("the body names a key twice: give each field once"), "\(r.text)")
+            }
+            #expect(try f.doses.status().phase == .idle, "a body with a key twice recorded a dose")
+            // Two different keys are fine.
+            let ok = try await client.execute(uri: "/api/dose/take", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                              body: ByteBuffer(string: #"{"late": false, "lat": 1}"#))
+            #expect(ok.status == .ok)
+        }
+    }
+
+    @Test("an entry dated in the future: named on Tonight and in /api/tonight, discarded by its id (#51)")
+    func setAsideOnTheDashboard() async throws {
+        let f = try WebFixture()
+        let future = DoseEvent(id: UUID(), kind: .dose1(targetMinutes: 165), at: f.clock.now().addingTimeInterval(86_400),
+                               timeZone: "UTC", source: .cli)
+        try DoseRepository(database: try DataStore(directory: f.dir).open()).append([future])
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let tonight = try await client.execute(uri: "/api/tonight", method: .get, headers: headers(cookie))
+            let aside = try #require(tonight.json["setAside"] as? [[String: Any]])
+            #expect(aside.first?["id"] as? String == future.id.uuidString)
+            #expect(tonight.json["phase"] as? String == "idle")
+            let page = try await client.execute(uri: "/", method: .get, headers: headers(cookie))
+            #expect(page.text.contains("Set aside: Dose 1 dated"), "\(page.text)")
+            #expect(page.text.contains("Discard this Dose 1 entry"))
+            let missing = try await client.execute(uri: "/api/dose/discard", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: "{}"))
+            #expect(missing.status == .badRequest)
+            #expect(missing.text.contains("setAside[].id"))
+            let discard = try await client.execute(uri: "/api/dose/discard", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                   body: ByteBuffer(string: "{\"event\": \"\(future.id.uuidString)\"}"))
+            #expect(discard.status == .ok, "\(discard.text)")
+            #expect(((discard.json["status"] as? [String: Any])?["setAside"] as? [Any])?.isEmpty == true)
+            let again = try await client.execute(uri: "/api/dose/discard", method: .post, headers: headers(cookie, csrf: csrf, json: true),
+                                                 body: ByteBuffer(string: "{\"event\": \"\(future.id.uuidString)\"}"))
+            #expect(again.status == .conflict)
+            #expect((again.json["refusal"] as? [String: Any])?["code"] as? String == "already-discarded")
+            // Without the CSRF token, nothing.
+            let forged = try await client.execute(uri: "/api/dose/discard", method: .post, headers: headers(cookie, json: true),
+                                                  body: ByteBuffer(string: "{\"event\": \"\(future.id.uuidString)\"}"))
+            #expect(forged.status == .forbidden)
+        }
+    }
+
     @Test("assets and the API document come from the binary; nothing from another host")
     func assets() async throws {
         let f = try WebFixture()

@@ -25,6 +25,8 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         var lastLog: DoseLog?
         /// When to try the store again while it fails.
         var retryAt: Date?
+        /// Entries dated in the future this agent logged (once each).
+        var announcedSetAside: Set<UUID> = []
     }
 
     private let repository: DoseRepository
@@ -90,6 +92,7 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         do {
             log = try repository.recentLog(now: now)
             state.withLock { $0.lastLog = log }
+            setAside(log, now: now)
         } catch {
             let retry = health.failed(error, doing: "reading the dose log", at: now)
             guard let last = state.withLock({ $0.lastLog }) else { return retry }
@@ -117,6 +120,27 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         }
         wake.append(ReminderPlanner.nextDue(session, fired: fired, now: now))
         return wake.compactMap { $0 }.min()
+    }
+
+    /// Entries dated in the future (#51): remembered as set aside at once, so one dated tomorrow stays set aside
+    /// when tomorrow comes, and logged once each. A store that cannot be written is tried again at the next read
+    /// (the entry counts for nothing meanwhile: the rule is by date).
+    private func setAside(_ log: DoseLog, now: Date) {
+        let fresh = state.withLock { s in
+            let fresh = log.setAside.filter { !s.announcedSetAside.contains($0.id) }
+            s.announcedSetAside.formUnion(fresh.map(\.id))
+            return fresh
+        }
+        for event in fresh {
+            logger.warning("a dose log entry is dated in the future: set aside, it decides nothing",
+                           metadata: ["entry": "\(SetAsideNotice.shortID(event.id))", "notice": "\(SetAsideNotice.sentence(event, now: now, in: clock.timeZone))"])
+        }
+        guard !log.newlySetAside.isEmpty else { return }
+        do {
+            try repository.rememberSetAside(log.newlySetAside, now: now, patience: .brief)
+        } catch {
+            logger.debug("cannot remember the entries dated in the future yet", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Writes the reminders fired but not recorded; returns when to try again while the store refuses.

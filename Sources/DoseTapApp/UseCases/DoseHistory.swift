@@ -72,14 +72,19 @@ public struct DoseHistory: Sendable {
         case .all: (nil, nil)
         case .between(let from, let to): (from, to)
         }
-        var sessions: [NightSession] = []
-        var unreadable: [Int64] = []
+        var log = DoseLog(events: [])
         if let database = try store.openForReading() {
-            let all = try DoseRepository(database: database).readAll()
-            sessions = DoseLog(events: all.events).sessions
-            unreadable = all.unreadable
+            log = try DoseRepository(database: database).wholeLog(now: now)
         }
-        return Export(csv: CSVExport.document(sessions, from: start, to: end, now: now), unreadable: unreadable)
+        return Export(csv: CSVExport.document(log, from: start, to: end, today: today, now: now), unreadable: log.unreadable)
+    }
+
+    /// The entries of the dose log set aside because they are dated in the future, and those discarded; nil when
+    /// there is no data at all.
+    public func setAsideEntries() throws -> (setAside: [DoseEvent], discarded: [DoseEvent])? {
+        guard let database = try store.openForReading() else { return nil }
+        let log = try DoseRepository(database: database).wholeLog(now: clock.now())
+        return (log.setAside, log.discarded)
     }
 
     /// The entries of the dose log that cannot be read; nil when there is no data at all.

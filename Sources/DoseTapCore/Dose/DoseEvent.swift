@@ -46,6 +46,9 @@ public struct DoseEvent: Sendable, Equatable, Identifiable {
         case skip(SkipReason?)
         /// Cancels the event with this id.
         case undo(of: UUID)
+        /// Discards the event with this id: one dated in the future, set aside (`dosetap dose discard`). It
+        /// stays in the log, marked; the notice about it ends.
+        case discard(of: UUID)
     }
 
     public var id: UUID
@@ -74,6 +77,12 @@ public struct DoseEvent: Sendable, Equatable, Identifiable {
         case .snooze: "Snooze"
         case .skip: "Skip"
         case .undo: "Undo"
+        case .discard: "Discard"
         }
+    }
+
+    /// Dated more than `DoseRules.futureTolerance` after `now`.
+    public func isDatedAfter(_ now: Date) -> Bool {
+        at.timeIntervalSince(now) > DoseRules.futureTolerance
     }
 }

@@ -15,6 +15,9 @@ public enum DoseCommand: Sendable, Equatable {
     case snoozeReminder(setBy: UUID)
     /// The agent closes a night that got neither dose 2 nor a skip.
     case autoSkip(SkipReason)
+    /// Discard the event this names (its whole id, or its first 8 or more hexadecimal digits): one set aside
+    /// because it is dated in the future (#51). Recorded as an event; the set-aside event stays in the log, marked.
+    case discard(reference: String)
 }
 
 public struct DoseInput: Sendable, Equatable {
@@ -51,6 +54,10 @@ public struct DoseRefusal: Error, Sendable, Equatable, CustomStringConvertible {
         case alreadySnoozed = "already-snoozed"
         case notDue = "not-due"
         case logUnreadable = "log-unreadable"
+        case notSetAside = "not-set-aside"
+        case alreadyDiscarded = "already-discarded"
+        case noSuchEvent = "no-such-event"
+        case setAsideDose1 = "set-aside-dose-1"
     }
 
     public var code: Code
@@ -74,6 +81,11 @@ public enum DosePolicy {
     public static func decide(_ input: DoseInput, log: DoseLog, now: Date, timeZone: TimeZone,
                               targetMinutes: Int) -> DoseDecision {
         let clock = ClockText(timeZone: timeZone)
+        if case .discard(let id) = input.command {
+            // Before the unreadable-entry check: discarding an event set aside is always allowed, and changes
+            // nothing the rules count.
+            return discard(id, source: input.source, log: log, now: now, timeZone: timeZone)
+        }
         if input.command != .autoSkip(.windowExpired), input.command != .autoSkip(.devicePoweredOff) {
             let age = now.timeIntervalSince(input.issuedAt)
             if abs(age) > DoseRules.maximumInputAge {
@@ -90,6 +102,12 @@ public enum DosePolicy {
         switch input.command {
         case .take(let confirmLate):
             guard let session else {
+                if let aside = log.setAside.first(where: { event in
+                    if case .dose1 = event.kind { return event.at > now && event.at.timeIntervalSince(now) < DoseRules.nearFutureDose1 }
+                    return false
+                }) {
+                    return refuse(.setAsideDose1, "A Dose 1 dated \(SetAsideNotice.dated(aside.at, in: timeZone)) (\(SetAsideNotice.ahead(aside.at, of: now)) after now) is set aside: if you took it tonight, do not take Dose 1 again; if you did not, discard it first (dosetap dose discard \(SetAsideNotice.shortID(aside.id)))")
+                }
                 let target = DoseRules.targetOptions.contains(targetMinutes) ? targetMinutes : DoseRules.defaultTarget
                 let opens = now.addingTimeInterval(DoseRules.windowOpens)
                 let closes = now.addingTimeInterval(DoseRules.windowCloses)
@@ -183,7 +201,42 @@ public enum DosePolicy {
                 return refuse(.notDue, "Nothing to close")
             }
             return .record(.skip(reason), confirmation: "Dose 2 window closed without Dose 2: night skipped (\(reason.rawValue)).")
+
+        case .discard:
+            return refuse(.notSetAside, "Nothing to discard") // decided above
         }
+    }
+
+    /// A discard: only a person's (never a button's or the broker's), only of an event set aside and not yet
+    /// discarded.
+    static func discard(_ reference: String, source: InputSource, log: DoseLog, now: Date, timeZone: TimeZone) -> DoseDecision {
+        guard source == .cli || source == .web else {
+            return refuse(.notSetAside, "Only a person at the command line or the dashboard discards an entry")
+        }
+        let key = reference.lowercased()
+        guard key.count >= 8, key.count <= 36, key.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) || $0 == "-" }) else {
+            return refuse(.noSuchEvent, "Name the entry by its id (at least its first 8 hexadecimal digits, as dosetap dose status shows it)")
+        }
+        let named = (log.setAside + log.discarded + log.events).filter { $0.id.uuidString.lowercased().hasPrefix(key) }
+        guard let first = named.first else {
+            return refuse(.noSuchEvent, "No entry \(key) is set aside in the dose log")
+        }
+        guard named.allSatisfy({ $0.id == first.id }) else {
+            return refuse(.noSuchEvent, "\(key) names more than one entry: give more of its id")
+        }
+        let id = first.id
+        let zone = timeZone
+        if let event = log.setAside.first(where: { $0.id == id }) {
+            return .record(.discard(of: id), confirmation:
+                "Discarded: \(event.label) dated \(SetAsideNotice.dated(event.at, in: zone)). It stays in the log, marked discarded, and never counts.")
+        }
+        if let event = log.discarded.first(where: { $0.id == id }) {
+            return refuse(.alreadyDiscarded, "\(event.label) dated \(SetAsideNotice.dated(event.at, in: zone)) was already discarded")
+        }
+        if let event = log.events.first(where: { $0.id == id }) {
+            return refuse(.notSetAside, "\(event.label) at \(SetAsideNotice.dated(event.at, in: zone)) is not dated in the future: only an entry set aside can be discarded (the last action can be undone within 5 s: dosetap dose undo)")
+        }
+        return refuse(.noSuchEvent, "No entry \(key) is set aside in the dose log")
     }
 
     static func refuse(_ code: DoseRefusal.Code, _ message: String) -> DoseDecision {

@@ -24,6 +24,14 @@ public enum DoseRules {
     public static let maximumInputAge: TimeInterval = 3
     /// A night starts at 18:00 local time: a dose 1 at 00:30 belongs to the previous evening.
     public static let nightStartHour = 18
+    /// An event dated more than this after now was recorded by a clock that was ahead (or copied in from
+    /// one): it is set aside and never decides a night (#51). Small enough that a dose dated tomorrow, or
+    /// in 2199, never blocks tonight; large enough for two processes' clocks a little apart.
+    public static let futureTolerance: TimeInterval = 5 * 60
+    /// A Dose 1 set aside and dated less than this after now could be tonight's, taken while the clock was ahead
+    /// by up to a time zone's offset: no new Dose 1 is recorded until a person has discarded it (never two Dose 1s
+    /// because a clock was wrong). One dated further ahead (tomorrow, 2199) blocks nothing.
+    public static let nearFutureDose1: TimeInterval = 12 * 3600
 }
 
 /// A calendar date, "YYYY-MM-DD", as a night is named.

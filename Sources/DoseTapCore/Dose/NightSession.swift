@@ -98,22 +98,61 @@ public struct NightSession: Sendable, Equatable {
 
 /// The log folded into nights. Undone events (and their undos) are removed first; the rest is read in
 /// log order: a dose 1 starts a night, everything else belongs to the night before it.
+///
+/// An event dated in the future (more than `DoseRules.futureTolerance` after `now`, or remembered so by the
+/// store once seen) is *set aside* (#51): it never decides a night — a Dose 1 dated tomorrow or in 2199
+/// does not block tonight — and every face names it until a person discards it (`dosetap dose discard`,
+/// itself an event). A discard changes nothing the rules count: it only names an event already set aside.
 public struct DoseLog: Sendable, Equatable {
+    /// The events the rules count, in log order (set-aside events and discards are not among them).
     public private(set) var events: [DoseEvent]
     public private(set) var sessions: [NightSession] = []
     /// Rows of the stored log that could not be read (their `seq`, in log order): an entry whose time,
     /// id or kind is garbage. The policy records nothing while there are any (one of them could be
     /// tonight's Dose 1), and every command that shows the log reports them.
     public private(set) var unreadable: [Int64] = []
+    /// Events set aside because they are dated in the future and not discarded yet: what faces name.
+    public private(set) var setAside: [DoseEvent] = []
+    /// Events set aside and then discarded (kept in the log, marked).
+    public private(set) var discarded: [DoseEvent] = []
+    /// The ids of set-aside events the store did not remember yet (`setAside` given): it writes them, so
+    /// an event dated tomorrow stays set aside when tomorrow comes.
+    public private(set) var newlySetAside: [UUID] = []
 
-    public init(events: [DoseEvent], unreadable: [Int64] = []) {
-        self.events = events
+    /// - Parameters:
+    ///   - setAside: the events the store remembers as set aside (seen dated in the future once).
+    ///   - discarded: the events the store remembers as discarded.
+    ///   - now: the instant the log is read at; an event dated more than the tolerance after it is set aside.
+    public init(events all: [DoseEvent], unreadable: [Int64] = [], setAside remembered: Set<UUID> = [],
+                discarded rememberedDiscards: Set<UUID> = [], now: Date? = nil) {
         self.unreadable = unreadable
+        var discards = rememberedDiscards
+        for event in all {
+            if case .discard(let target) = event.kind { discards.insert(target) }
+        }
+        // Only an event set aside can have been discarded: a discarded one stays aside whatever the marks say.
+        var aside = remembered.union(discards)
+        var counted: [DoseEvent] = []
+        for event in all {
+            if case .discard = event.kind { continue }
+            if aside.contains(event.id) { continue }
+            if let now, event.isDatedAfter(now) {
+                aside.insert(event.id)
+                newlySetAside.append(event.id)
+                continue
+            }
+            counted.append(event)
+        }
+        for event in all where aside.contains(event.id) {
+            if case .discard = event.kind { continue }
+            if discards.contains(event.id) { discarded.append(event) } else { setAside.append(event) }
+        }
+        events = counted
         var undone = Set<UUID>()
-        for event in events {
+        for event in counted {
             if case .undo(let target) = event.kind { undone.insert(target) }
         }
-        for event in events where !undone.contains(event.id) {
+        for event in counted where !undone.contains(event.id) {
             switch event.kind {
             case .dose1(let target):
                 // A target that is not one of the options (a stored negative one would put the reminder
@@ -132,7 +171,7 @@ public struct DoseLog: Sendable, Equatable {
                 guard var night = sessions.popLast() else { continue }
                 if night.skip == nil || (night.manualSkip == nil && !Self.isAutomatic(event)) { night.skip = event }
                 sessions.append(night)
-            case .undo:
+            case .undo, .discard:
                 continue
             }
         }
@@ -159,7 +198,7 @@ public struct DoseLog: Sendable, Equatable {
             switch event.kind {
             case .dose1, .dose2, .snooze: return true
             case .skip: return !Self.isAutomatic(event)
-            case .undo: return false
+            case .undo, .discard: return false
             }
         }
     }
@@ -178,7 +217,8 @@ public struct DoseLog: Sendable, Equatable {
     }
 
     public func status(at now: Date, in timeZone: TimeZone) -> NightStatus {
-        NightStatus(session: currentSession(at: now, in: timeZone), now: now, timeZone: timeZone, lastAction: undoableActions.last)
+        NightStatus(session: currentSession(at: now, in: timeZone), now: now, timeZone: timeZone, lastAction: undoableActions.last,
+                    setAside: setAside)
     }
 }
 
@@ -201,12 +241,16 @@ public struct NightStatus: Sendable, Equatable {
     public var timeZone: TimeZone
     /// The action an Undo would take back (whether or not its 5 s have passed): what the page's Undo names.
     public var lastAction: DoseEvent?
+    /// Events set aside because they are dated in the future (not discarded yet): they decide nothing, and
+    /// every face names them with the command that discards each (`SetAsideNotice`).
+    public var setAside: [DoseEvent]
 
-    public init(session: NightSession?, now: Date, timeZone: TimeZone, lastAction: DoseEvent? = nil) {
+    public init(session: NightSession?, now: Date, timeZone: TimeZone, lastAction: DoseEvent? = nil, setAside: [DoseEvent] = []) {
         self.session = session
         self.now = now
         self.timeZone = timeZone
         self.lastAction = lastAction
+        self.setAside = setAside
     }
 
     /// The event a snooze now names (the reminder's setter), while a snooze makes sense.

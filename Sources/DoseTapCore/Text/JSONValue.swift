@@ -16,7 +16,8 @@ public enum JSONValue: Sendable, Equatable {
     case number(Double)
     case string(String)
     case array([JSONValue])
-    /// A key given twice keeps its last value (as Foundation's readers do).
+    /// A key given twice keeps its last value (as Foundation's readers do), unless the reader refuses duplicate
+    /// keys (`parse(_:maximumDepth:refusingDuplicateKeys:)`: the dashboard's request bodies, #51).
     case object([String: JSONValue])
 
     /// How many levels of arrays and objects a document may nest by default (a hostile file cannot exhaust the
@@ -26,9 +27,12 @@ public enum JSONValue: Sendable, Equatable {
     /// The document `bytes` hold (UTF-8), or nil when they are not one JSON value — a syntax error, invalid UTF-8,
     /// a control character in a string, a lone surrogate, a number beyond a Double, a value nested `maximumDepth`
     /// deep, anything but blanks after the value.
-    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = JSONValue.maximumDepth) -> JSONValue? {
+    /// With `refusingDuplicateKeys`, an object that names a key twice (at any depth, compared as decoded text) is
+    /// not a document either.
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = JSONValue.maximumDepth,
+                             refusingDuplicateKeys: Bool = false) -> JSONValue? {
         let buffer = Array(bytes)
-        var reader = Reader(bytes: buffer, maximumDepth: maximumDepth)
+        var reader = Reader(bytes: buffer, maximumDepth: maximumDepth, refusingDuplicateKeys: refusingDuplicateKeys)
         guard let value = reader.value(depth: 0) else { return nil }
         reader.skipBlanks()
         return reader.position == buffer.count ? value : nil
@@ -68,11 +72,13 @@ public enum JSONValue: Sendable, Equatable {
     private struct Reader {
         let bytes: [UInt8]
         let maximumDepth: Int
+        let refusingDuplicateKeys: Bool
         var position = 0
 
-        init(bytes: [UInt8], maximumDepth: Int) {
+        init(bytes: [UInt8], maximumDepth: Int, refusingDuplicateKeys: Bool) {
             self.bytes = bytes
             self.maximumDepth = maximumDepth
+            self.refusingDuplicateKeys = refusingDuplicateKeys
         }
 
         mutating func skipBlanks() {
@@ -118,6 +124,7 @@ public enum JSONValue: Sendable, Equatable {
                 guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { return nil }
                 position += 1
                 guard let member = value(depth: depth + 1) else { return nil }
+                if refusingDuplicateKeys, members[key] != nil { return nil }
                 members[key] = member
                 skipBlanks()
                 guard position < bytes.count else { return nil }

@@ -10,5 +10,8 @@ struct DoseLogCache: Sendable {
     var since: Date
     var events: [DoseEvent]
     var unreadable: [Int64]
+    /// The events remembered as set aside, and those of them discarded (`dose_event_future`).
+    var setAside: Set<UUID>
+    var discarded: Set<UUID>
     var settings: UserSettings
 }

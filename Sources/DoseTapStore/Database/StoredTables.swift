@@ -28,6 +28,7 @@ public enum StoredTables {
     public static let cleared: [ClearedTable] = [
         .init("dose_event", "dose history", "event", "events"),
         .init("dose_event_ignored", "unreadable dose log entries set aside", "entry", "entries"),
+        .init("dose_event_future", "dose log entries dated in the future, set aside", "entry", "entries"),
         .init("reminder_fired", "Dose 2 reminders already given", "reminder", "reminders"),
         .init("setting", "settings (setup answers, feedback, usage-alert thresholds, what the agent learned of this machine's nights)",
               "entry", "entries"),

@@ -28,7 +28,11 @@ enum OpenAPIDocument {
             "reminderAt": { "type": ["string", "null"], "format": "date-time" },
             "minutesRemaining": { "type": ["integer", "null"] },
             "snoozesUsed": { "type": "integer" }, "snoozesLeft": { "type": "integer" },
-            "skipReason": { "type": ["string", "null"] }, "onTime": { "type": ["boolean", "null"] } } },
+            "skipReason": { "type": ["string", "null"] }, "onTime": { "type": ["boolean", "null"] },
+            "lastAction": { "oneOf": [ { "type": "object", "properties": { "id": { "type": "string" }, "kind": { "type": "string" }, "at": { "type": "string", "format": "date-time" }, "source": { "type": "string" } } }, { "type": "null" } ], "description": "What Undo names (its id is the event of POST /api/dose/undo)." },
+            "reminderSetBy": { "type": ["string", "null"], "description": "The event of POST /api/dose/snooze." },
+            "setAside": { "type": "array", "description": "Entries dated in the future, set aside: they decide nothing (POST /api/dose/discard ends the notice).", "items": { "type": "object", "properties": {
+              "id": { "type": "string" }, "kind": { "type": "string" }, "at": { "type": "string", "format": "date-time" }, "notice": { "type": "string" } } } } } },
           "AlarmFields": { "type": "object", "properties": {
             "time": { "type": "string", "example": "06:30" }, "label": { "type": "string", "maxLength": 64 },
             "repeat": { "type": "string", "description": "once, daily, or days such as mon,wed,fri" }, "enabled": { "type": "boolean" } } },
@@ -67,12 +71,17 @@ enum OpenAPIDocument {
           "requestBody": { "required": false, "content": { "application/json": { "schema": { "type": "object", "properties": { "late": { "type": "boolean", "description": "Confirm a late Dose 2 (within 30 min after the close)." } } } } } },
           "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
         "/api/dose/snooze": { "post": { "summary": "Snooze the Dose 2 reminder 10 minutes", "security": [ { "session": [], "csrf": [] } ],
-          "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
+          "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["event"], "properties": { "event": { "type": "string", "description": "reminderSetBy of GET /api/tonight: the reminder this snooze moves." } } } } } },
+          "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
         "/api/dose/skip": { "post": { "summary": "Skip Dose 2 tonight", "security": [ { "session": [], "csrf": [] } ],
           "requestBody": { "required": false, "content": { "application/json": { "schema": { "type": "object", "properties": { "reason": { "enum": ["alert", "side-effects", "other"] } } } } } },
           "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
         "/api/dose/undo": { "post": { "summary": "Undo the last dose action, within 5 seconds", "security": [ { "session": [], "csrf": [] } ],
-          "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
+          "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["event"], "properties": { "event": { "type": "string", "description": "lastAction.id of GET /api/tonight: the action to undo." } } } } } },
+          "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/dose/discard": { "post": { "summary": "Discard an entry set aside because it is dated in the future (dosetap dose discard)", "security": [ { "session": [], "csrf": [] } ],
+          "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["event"], "properties": { "event": { "type": "string", "description": "setAside[].id of GET /api/tonight." } } } } } },
+          "responses": { "200": { "$ref": "#/components/responses/Answer" }, "409": { "$ref": "#/components/responses/Refused" }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
         "/api/batteries": { "get": { "summary": "The battery now (dosetap battery --json): the system battery with its drain, every supply", "responses": {
           "200": { "description": "{system, supplies}" }, "401": { "$ref": "#/components/responses/Bad" }, "503": { "$ref": "#/components/responses/Bad" } } } },
         "/api/alarms": {

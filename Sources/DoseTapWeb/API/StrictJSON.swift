@@ -8,11 +8,17 @@ import Foundation
 /// `NSNull`, `[Any]`, `[String: Any]` — so `1` is never a `Bool` and `true` never an `Int`.
 enum StrictJSON {
     struct Invalid: Error {}
+    /// The document names a key twice in one object (#51: the last one used to win, so what a proxy or a log
+    /// read was not what the dashboard did).
+    struct DuplicateKey: Error {}
 
     static let maximumDepth = 32
 
     static func parse(_ bytes: [UInt8]) throws -> Any {
-        guard let value = JSONValue.parse(bytes, maximumDepth: maximumDepth) else { throw Invalid() }
+        guard let value = JSONValue.parse(bytes, maximumDepth: maximumDepth, refusingDuplicateKeys: true) else {
+            if JSONValue.parse(bytes, maximumDepth: maximumDepth) != nil { throw DuplicateKey() }
+            throw Invalid()
+        }
         return any(value)
     }
 

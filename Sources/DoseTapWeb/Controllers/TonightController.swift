@@ -112,7 +112,8 @@ struct TonightController: DashboardController {
     static func command(_ name: String, late: Bool, reason: String?, event: String? = nil) throws -> DoseCommand {
         func named(_ what: String) throws -> UUID {
             guard let event, !event.isEmpty else {
-                throw WebInputError(.badRequest, "\(what) names the event it acts on: send event (\(what == "undo" ? "lastAction.id" : "reminderSetBy") of GET /api/tonight)")
+                let field = what == "undo" ? "lastAction.id" : what == "discard" ? "setAside[].id" : "reminderSetBy"
+                throw WebInputError(.badRequest, "\(what) names the event it acts on: send event (\(field) of GET /api/tonight)")
             }
             guard let id = UUID(uuidString: event) else {
                 throw WebInputError(.badRequest, "event must be an event id, not '\(DisplayText.escaped(event, maxLength: 40))'")
@@ -123,6 +124,7 @@ struct TonightController: DashboardController {
         case "take": return .take(confirmLate: late)
         case "snooze": return .snoozeReminder(setBy: try named("snooze"))
         case "undo": return .undoEvent(try named("undo"))
+        case "discard": return .discard(reference: try named("discard").uuidString)
         case "skip":
             guard let reason, !reason.isEmpty else { return .skip(nil) }
             guard let parsed = SkipReason(rawValue: reason), SkipReason.userChoices.contains(parsed) else {

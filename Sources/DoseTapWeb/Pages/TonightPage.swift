@@ -133,7 +133,12 @@ enum TonightPage {
         if let last = status.lastAction {
             actions.append(action("/tonight/undo", "Undo last action (5 s)", extra: event(last.id)))
         }
-        return facts + "<div class=\"actions\">" + actions.joined() + "</div>"
+        // Entries dated in the future (#51): named, with what they are, and a Discard of exactly that one.
+        let setAside = status.setAside.map { entry in
+            "<div class=\"nudge warning set-aside\"><p>\(HTML.escape(SetAsideNotice.sentence(entry, now: status.now, in: status.timeZone)))</p>"
+                + action("/tonight/discard", "Discard this \(entry.label) entry", extra: event(entry.id)) + "</div>"
+        }.joined()
+        return setAside + facts + "<div class=\"actions\">" + actions.joined() + "</div>"
     }
 }
 
