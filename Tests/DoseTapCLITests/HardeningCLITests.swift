@@ -283,4 +283,28 @@ struct HardeningCLITests {
         #expect(!r.err.contains("disk I/O error") && !r.err.contains("NSCocoaErrorDomain"))
         #expect(r.out.contains(#""snoozesUsed":0"#), "\(r.out)")
     }
+    @Test("a read-only data folder (a read-only mount) serves every read: dose status, export csv, alarm list, status; a write says why (#51)")
+    func readOnlyFolder() async throws {
+        let cli = try CLI()
+        let take = try await cli.dose(["dose", "take"], at: "2026-01-15 22:30:00", tz: "UTC")
+        #expect(take.exitCode == 0, "\(take.err)")
+        // The agent and every command closed: no -wal/-shm left. Then the folder mounted read-only (root, as here and in CI).
+        let r = try await cli.shell("""
+            dir="$XDG_DATA_HOME/dosetap"
+            unshare -m bash -c '
+              mount --bind -o ro "$0" "$0" || exit 99
+              touch "$0/x" 2> /dev/null && exit 97
+              faketime "2026-01-15 22:40:00" "$DOSETAP" dose status; echo "status=$?"
+              faketime "2026-01-16 08:00:00" "$DOSETAP" export csv; echo "csv=$?"
+              "$DOSETAP" alarm list; echo "alarms=$?"
+              "$DOSETAP" status --format json > /dev/null; echo "glance=$?"
+              faketime "2026-01-16 01:00:00" "$DOSETAP" dose take; echo "take=$?"' "$dir"
+            """)
+        #expect(r.exitCode == 0, "the folder could not be mounted read-only: \(r.err)")
+        #expect(r.out.contains("Night of 2026-01-15: waiting\nDose 1: 22:30\n"), "\(r.out) \(r.err)")
+        #expect(r.out.contains("status=0\n") && r.out.contains("alarms=0\n") && r.out.contains("glance=0\n"), "\(r.out) \(r.err)")
+        #expect(r.out.contains("Date,Dose1Time,Dose2Time,Interval,OnTime,Skipped\r\n2026-01-15,22:30:00,,,false,true\r\ncsv=0\n"), "\(r.out)")
+        #expect(r.out.contains("take=1\n"), "\(r.out)")
+        #expect(r.err.contains("is read-only"), "\(r.err)")
+    }
 }

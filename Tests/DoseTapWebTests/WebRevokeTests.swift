@@ -62,4 +62,19 @@ struct WebRevokeTests {
         chmod(path, 0o600)
         #expect(agent.session(session, now: t0) != nil, "the same secret, safe again")
     }
+
+    @Test("chmod 644 of the same web-secret (same inode, same contents) ends every session at once; 600 again, they verify (#51)")
+    func chmodInPlace() throws {
+        let dir = try folder()
+        let agent = WebTokens(secret: try WebSecret.loadOrCreate(dataDirectory: dir))
+        let session = agent.newSession(now: t0)
+        let path = dir.appendingPathComponent(WebSecret.fileName).path
+        #expect(agent.session(session, now: t0) != nil)
+        chmod(path, 0o644)
+        #expect(agent.session(session, now: t0) == nil, "a secret readable by others still verified")
+        chmod(path, 0o640)
+        #expect(agent.session(session, now: t0) == nil, "a secret readable by the group still verified")
+        chmod(path, 0o600)
+        #expect(agent.session(session, now: t0) != nil)
+    }
 }

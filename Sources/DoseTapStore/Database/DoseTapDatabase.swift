@@ -103,7 +103,7 @@ public final class DoseTapDatabase: Sendable {
         self.path = path
         openedForReading = forGood
         do {
-            pool = Mutex(try DatabasePool(path: path, configuration: Self.configuration(readOnly: true)))
+            pool = Mutex(try DatabasePool(path: Self.readingPath(path), configuration: Self.configuration(readOnly: true)))
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "open", reading: true)
         }
@@ -200,6 +200,19 @@ public final class DoseTapDatabase: Sendable {
             throw StoreError("\(file) was written by an older version and must be upgraded, which needs write access: \(error)")
         }
         return try DoseTapDatabase(readingAt: file)
+    }
+
+    /// What SQLite is given to read `path`: the path itself; or, in a folder nobody can write (a read-only mount,
+    /// a backup on a DVD) that holds no `-wal` file, the file opened `immutable` (#51: `dose status` and
+    /// `export csv` failed there — a WAL database needs its `-shm` file, which cannot be made). Safe: without a
+    /// writable folder nobody can make the `-wal` or `-journal` file a write needs, so the file cannot change while
+    /// it is read.
+    static func readingPath(_ path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        guard access(folder.isEmpty ? "." : folder, W_OK) != 0, access(path + "-wal", F_OK) != 0 else { return path }
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        return "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
     }
 
     static func configuration(readOnly: Bool, patience: WritePatience = .standard) -> Configuration {

@@ -49,6 +49,11 @@ public struct WebSecret: Sendable {
             var inode: UInt64
             var modified: Int64
             var size: Int64
+            /// Mode and owner, and the inode's change time: a `chmod 644` in place changes neither the inode nor
+            /// the contents, and must end every session all the same (#51).
+            var mode: UInt32
+            var owner: UInt32
+            var changed: Int64
         }
 
         let directory: URL
@@ -63,7 +68,9 @@ public struct WebSecret: Sendable {
             var info = stat()
             guard stat(directory.appendingPathComponent(WebSecret.fileName).path, &info) == 0 else { return nil }
             return Seen(device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
-                        modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec), size: Int64(info.st_size))
+                        modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec), size: Int64(info.st_size),
+                        mode: UInt32(info.st_mode), owner: UInt32(info.st_uid),
+                        changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
         }
 
         func current() -> [UInt8] {
