@@ -326,4 +326,31 @@ struct HouseholdServiceTests {
             stopAll(h)
         }
     }
+    @Test("a Stop judged forged keeps its verdict when it is delivered again after the ring (#51 finding 5)")
+    func verdictStands() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi"])
+            // Published in bedroom-pi's name before its ring, dated just after it: forged (an early Stop).
+            let forger = try MQTTClient(clientID: "forger")
+            try await forger.connect(host: "127.0.0.1", port: broker.port)
+            let topic = HouseholdTopic.slug("Jen's family")
+            let known = OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0))
+            let stopTopic = HouseholdTopic.answer(known, kind: .stop, by: "bedroom-pi").topic(household: topic)
+            let payload = HouseholdMessage.encode(AnswerMessage(by: "bedroom-pi", at: key(2) + 5, target: nil))
+            try forger.publish(stopTopic, payload, retain: true)
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring despite the early Stop") { h.bedroom.rang == [key(2)] }
+            // The same message again, now after the ring (a broker restart re-delivers what it retained): it was
+            // forged when first heard, and stays so.
+            try forger.publish(stopTopic, payload, retain: true)
+            try await run(h, to: Self.at(2.5))
+            try await Task.sleep(for: .milliseconds(300))
+            for member in h.all {
+                #expect(try HouseholdRepository(database: member.database).answers().isEmpty, "\(member.name) kept the forged Stop")
+            }
+            #expect(h.owner.primaryStops.value.isEmpty, "the owner's alarm was stopped by a forged Stop")
+            forger.disconnect()
+            stopAll(h)
+        }
+    }
 }

@@ -62,9 +62,17 @@ extension HouseholdService {
                 keep(message, receivedAt: receivedAt, reason: "an unknown occurrence")
                 return
             }
+            // A verdict once given stands: the same answer heard again (re-delivered) is not judged anew.
+            if state.withLock({ $0.refusedAnswers.contains(answer) }) {
+                logOnce("again|\(answer.by)", "dropped a household answer judged forged before: its verdict stands",
+                        metadata: ["from": "\(answer.by)", "occurrence": "\(answer.key)"])
+                return
+            }
             // Only the owner or a device target answers, and only once its alarm rang: an answer heard (or dated)
             // before that ring, or dated ahead of when it was heard, is forged.
-            switch HouseholdInbox.judge(answer, of: occurrence, receivedAt: receivedAt) {
+            let verdict = HouseholdInbox.judge(answer, of: occurrence, receivedAt: receivedAt)
+            if verdict != .accepted { state.withLock { _ = $0.refusedAnswers.insert(answer) } }
+            switch verdict {
             case .accepted:
                 break
             case .notAnAnswerer:

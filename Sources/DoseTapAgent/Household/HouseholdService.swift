@@ -46,6 +46,9 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
         var status: [UInt8] = []
         var deliveries: [SlotKey: Task<Void, Never>] = [:]
         var lastPrune: Date?
+        /// Answers judged forged, by their whole content (#51 finding 5): the same Stop delivered again — retained,
+        /// after a broker restart or a reconnection — keeps its verdict, however late it now arrives.
+        var refusedAnswers = RecentKeys<CascadeAnswer>(capacity: 4096)
     }
 
     let identity: HouseholdIdentity
