@@ -307,4 +307,22 @@ struct HardeningCLITests {
         #expect(r.out.contains("take=1\n"), "\(r.out)")
         #expect(r.err.contains("is read-only"), "\(r.err)")
     }
+    @Test("the agent starts on a read-only data folder and plans tonight's night from what it reads (#51)")
+    func agentOnReadOnlyFolder() async throws {
+        let cli = try CLI()
+        let now = Date()
+        _ = try await cli.run(["dose", "take"])
+        let r = try await cli.shell("""
+            dir="$XDG_DATA_HOME/dosetap"
+            unshare -m bash -c '
+              mount --bind -o ro "$0" "$0" || exit 99
+              timeout -s TERM 8 "$DOSETAP" agent 2>&1; echo "agent=$?"' "$dir"
+            """, env: ["XDG_RUNTIME_DIR": ""])
+        #expect(r.exitCode == 0, "the folder could not be mounted read-only: \(r.err)")
+        // It ran until it was told to stop (not an exit at start), and read tonight's Dose 1.
+        #expect(r.out.contains("agent ready"), "\(r.out)")
+        #expect(r.out.contains("night scheduled"), "\(r.out)")
+        #expect(r.out.contains("agent stopped"), "\(r.out)")
+        #expect(Date().timeIntervalSince(now) >= 8)
+    }
 }
