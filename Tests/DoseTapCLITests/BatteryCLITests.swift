@@ -139,11 +139,24 @@ struct BatteryCLITests {
     @Test("a capacity-only battery: unknown until the agent's history gives a drain")
     func capacityOnly() async throws {
         let cli = try CLI()
-        let before = try cli.json(try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "capacity-only-ups").out)
+        // At 23:30 the 06:30 alarm is 7 h away: asleep from now it is safe, awake nothing is known — no number, silence.
+        let before = try cli.json(try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "capacity-only-ups",
+                                                    fakeTime: "2026-10-30 23:30:00", tz: "America/New_York").out)
         #expect(before["risk"] as? String == "unknown")
         #expect(before["predictedLevel"] is NSNull)
         #expect(before["nudge"] is NSNull)
         #expect(before["drainPercentPerHour"] is NSNull)
+        #expect(before["nudgeWhy"] as? String == "unknown")
+        // At 07:00 the same alarm is 23.5 h away: even asleep from now 63 % does not last, so the nudge shows — and the
+        // forecast states the risk it shows (it once said "unknown" beside a critical nudge; CI ran at 06:46).
+        let far = try cli.json(try await cli.run(["battery", "--alarm", "06:30", "--json"], scenario: "capacity-only-ups",
+                                                 fakeTime: "2026-10-30 07:00:00", tz: "America/New_York").out)
+        #expect(far["nudgeWhy"] as? String == "atRiskAsleep")
+        let farNudge = try #require(far["nudge"] as? [String: Any])
+        #expect(farNudge["severity"] as? String == "critical")
+        #expect(farNudge["assumption"] as? String == "if this machine sleeps from now until the alarm wakes it")
+        #expect(far["risk"] as? String == "critical")
+        #expect(far["predictedLevel"] as? Int == 0)
 
         // 30 minutes of samples at 8 %/h ending at the fixture's level, as the agent records them.
         let level = try #require(try cli.json(try await cli.run(["battery", "--json"], scenario: "capacity-only-ups").out)["system"]

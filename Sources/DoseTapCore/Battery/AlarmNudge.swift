@@ -13,6 +13,13 @@ extension BatteryStatus {
         let decision = NudgeDecision.make(state: state, drain: drain, alarm: alarm, now: now, night: night, powerOff: powerOff)
         made.decision = decision
         made.nudge = decision.shownNudge(night: night)
+        // The awake drain is not measured yet, but even asleep from now the alarm is at risk: awake drains at least as
+        // fast, so that forecast is the best one known — the risk the nudge shows is the risk the forecast states.
+        if made.risk == nil, made.nudge != nil, decision.why == .atRiskAsleep, let asleep = decision.prediction {
+            made.risk = asleep.risk
+            made.predictedLevel = asleep.predictedLevel
+            made.reason = "the awake drain is not known yet: this is the forecast if it sleeps from now until the alarm"
+        }
         return made
     }
 
