@@ -87,6 +87,53 @@ public struct HouseholdRepository: Sendable {
         }
     }
 
+    // MARK: Forgotten devices
+
+    /// What forgetting a device removed here.
+    public struct Forgotten: Sendable, Equatable {
+        /// Its occurrences this device held (past and coming).
+        public var occurrences: Int
+        /// Whether it had been forgotten before (the moment is moved to now).
+        public var again: Bool
+    }
+
+    /// Forgets `device` (#51 finding 7): every occurrence of its plans held here, with their answers and slots, and its
+    /// plans from now on — until it is heard online after `now` (`remember`). A backup alarm of it ringing here goes on
+    /// until Stop (a person hears it).
+    @discardableResult
+    public func forget(_ device: String, at now: Date) throws -> Forgotten {
+        try database.write { db in
+            let again = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM household_forgotten WHERE device = ?", arguments: [device]) ?? 0
+            let held = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM household_occurrence WHERE owner = ?", arguments: [device]) ?? 0
+            try db.execute(sql: "DELETE FROM household_occurrence WHERE owner = ?", arguments: [device])
+            try db.execute(sql: "DELETE FROM household_answer WHERE owner = ?", arguments: [device])
+            try db.execute(sql: "DELETE FROM household_slot WHERE owner = ?", arguments: [device])
+            try db.execute(sql: "INSERT OR REPLACE INTO household_forgotten (device, at) VALUES (?, ?)", arguments: [device, now.timeIntervalSince1970])
+            return Forgotten(occurrences: held, again: again > 0)
+        }
+    }
+
+    /// The devices forgotten, with when.
+    public func forgotten() throws -> [String: Date] {
+        try database.read { db in
+            var out: [String: Date] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT device, at FROM household_forgotten") {
+                guard let device = String.fromDatabaseValue(row["device"]), let at = Double.fromDatabaseValue(row["at"]), at.isFinite else { continue }
+                out[device] = Date(timeIntervalSince1970: at)
+            }
+            return out
+        }
+    }
+
+    /// `device` is a member again (heard online after it was forgotten); returns whether it had been forgotten.
+    @discardableResult
+    public func remember(_ device: String) throws -> Bool {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM household_forgotten WHERE device = ?", arguments: [device])
+            return db.changesCount > 0
+        }
+    }
+
     // MARK: Answers
 
     public func answers() throws -> [CascadeAnswer] {

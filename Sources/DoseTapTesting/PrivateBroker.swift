@@ -29,7 +29,10 @@ public enum PrivateBroker {
     /// The password of `user` on a broker started with `users`.
     public static func password(for user: String) -> String { "pw-\(user)-7f3a" }
 
-    public static func run<R: Sendable>(users: [String] = [], acl: String? = nil, _ body: @Sendable (Broker) async throws -> R) async throws -> R {
+    /// - Parameter bindClientIDs: with `users`, the broker takes each client's user name as its client id
+    ///   (`use_username_as_clientid`, as docs/household.md sets it up): one user cannot take over another's session.
+    public static func run<R: Sendable>(users: [String] = [], acl: String? = nil, bindClientIDs: Bool = true,
+                                        _ body: @Sendable (Broker) async throws -> R) async throws -> R {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -48,6 +51,7 @@ public enum PrivateBroker {
                                                   output: .discarded, error: .discarded)
             guard hashed.terminationStatus.isSuccess else { throw FixtureError("mosquitto_passwd -U failed") }
             access = "allow_anonymous false\npassword_file \(passwords.path)\n"
+            if bindClientIDs { access += "use_username_as_clientid true\n" }
         }
         if let acl {
             let file = dir.appendingPathComponent("acl")

@@ -107,7 +107,9 @@ extension HouseholdServiceTests {
 
     @Test("#25 finding 2: a Stop forged by a member — for the coming occurrence, or in the owner's name while it rings — silences nothing")
     func forgedStopByMember() async throws {
-        try await PrivateBroker.run(users: Self.members, acl: PrivateBroker.householdACL(Self.topicLevel)) { broker in
+        // The forger is a second client of kitchen's user beside kitchen's agent: with the client id bound to the user the
+        // two would take the session from each other, so this test looks at the ACL alone (bindings: `clientIDTakeover`).
+        try await PrivateBroker.run(users: Self.members, acl: PrivateBroker.householdACL(Self.topicLevel), bindClientIDs: false) { broker in
             let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen"], users: true)
             let forger = try await connectedClient("kitchen", broker: broker)
             let t = key(0)
@@ -144,6 +146,105 @@ extension HouseholdServiceTests {
             forger.disconnect()
             stopAll(h)
         }
+    }
+
+    @Test("#51 finding 6: a member connecting with another device's client id does not take its session: no last will, the victim stays online")
+    func clientIDTakeover() async throws {
+        try await PrivateBroker.run(users: Self.members + ["observer"], acl: PrivateBroker.householdACL(Self.topicLevel)) { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi"], users: true)
+            // Everything said of bedroom-pi's presence from here on.
+            let observer = try MQTTClient(clientID: "observer", username: "observer", password: PrivateBroker.password(for: "observer"))
+            let heard = Locked<[String]>([])
+            let listening = Task {
+                for await message in observer.messages where message.topic.hasSuffix("/peer/bedroom-pi") {
+                    heard.withLock { $0.append(String(decoding: message.payload, as: UTF8.self)) }
+                }
+            }
+            defer { listening.cancel() }
+            try await observer.connect(host: "127.0.0.1", port: broker.port)
+            try observer.subscribe(HouseholdTopic.peer(device: "bedroom-pi").topic(household: Self.topicLevel))
+            try await until("the observer to hear bedroom-pi's retained presence") { !heard.value.isEmpty }
+            let before = heard.value.count
+            // garage, a member, asks for bedroom-pi's client id (the agent's is the predictable dosetap-<device>), with a
+            // will of its own, then says it is online.
+            let thief = try MQTTClient(clientID: "dosetap-bedroom-pi", username: "garage", password: PrivateBroker.password(for: "garage"),
+                                       will: .init(topic: HouseholdTopic.peer(device: "garage").topic(household: Self.topicLevel),
+                                                   payload: HouseholdMessage.encode(PeerMessage.offline)))
+            try await thief.connect(host: "127.0.0.1", port: broker.port)
+            try thief.publish(HouseholdTopic.peer(device: "garage").topic(household: Self.topicLevel),
+                              HouseholdMessage.encode(PeerMessage(online: Int64(h.clock.now().timeIntervalSince1970))), retain: true)
+            try await until("the owner to hear garage online") { h.owner.service.peers["garage"] == true }
+            // Time for a kicked client's will to travel (a loopback broker sends it at once), then the thief leaves rudely.
+            try await Task.sleep(for: .milliseconds(500))
+            thief.dropConnection()
+            try await until("the owner to hear garage's will") { h.owner.service.peers["garage"] == false }
+            let said = Array(heard.value.dropFirst(before))
+            #expect(!said.contains { $0.contains("offline") }, "bedroom-pi's last will was published: \(said)")
+            #expect(h.bedroom.client.isConnected)
+            #expect(h.owner.service.peers["bedroom-pi"] == true && h.kitchen.service.peers["bedroom-pi"] == true)
+            // The agents work under the binding: bedroom-pi still rings its slot.
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring") { h.bedroom.rang == [key(2)] }
+            observer.disconnect()
+            stopAll(h)
+        }
+    }
+
+    @Test("#51 finding 7: a plan's occurrences past 8 days are not kept; `household forget` drops a removed member's plan and ignores it when heard again, until the device is heard online after that")
+    func forgetRemovedMember() async throws {
+        try await PrivateBroker.run(users: Self.members, acl: PrivateBroker.householdACL(Self.topicLevel)) { broker in
+            let h = try await household(broker, targets: ["device:kitchen"], users: true)
+            let garage = try await connectedClient("garage", broker: broker, will: true)
+            let now = Int64(h.clock.now().timeIntervalSince1970)
+            func plan(_ label: String) throws {
+                try garage.publish(HouseholdTopic.plan(owner: "garage", alarmID: 1).topic(household: Self.topicLevel),
+                                   HouseholdMessage.encode(PlanMessage(label: label, time: "04:55", occurrences: [now + 300, now + 9 * 86_400],
+                                                                       targets: [.device("bedroom-pi")])), retain: true)
+            }
+            func labels(_ member: Member) -> [String] {
+                ((try? HouseholdRepository(database: member.database).occurrences()) ?? []).filter { $0.key.owner == "garage" }.map(\.label)
+            }
+            try garage.publish(HouseholdTopic.peer(device: "garage").topic(household: Self.topicLevel),
+                               HouseholdMessage.encode(PeerMessage(online: now)), retain: true)
+            try plan("Wake")
+            for member in h.all {
+                try await until("\(member.name) to keep garage's plan") { labels(member) == ["Wake"] }
+            }
+            #expect(occurrences(h.bedroom, owner: "garage").map(\.at) == [now + 300], "the occurrence 9 days ahead is not kept")
+            // garage leaves the household (its account is removed: it never comes back); bedroom-pi forgets it.
+            garage.dropConnection()
+            let forgot = try HouseholdUseCases(store: DataStore(database: h.bedroom.database), clock: h.clock).forget("garage", me: "bedroom-pi")
+            #expect(forgot == .init(device: "garage", occurrences: 1, again: false))
+            #expect(throws: UseCaseError.self) { try HouseholdUseCases(store: DataStore(database: h.bedroom.database), clock: h.clock).forget("bedroom-pi", me: "bedroom-pi") }
+            #expect(throws: UseCaseError.self) { try HouseholdUseCases(store: DataStore(database: h.bedroom.database), clock: h.clock).forget("gar age", me: "bedroom-pi") }
+            // Its retained plan heard again (a restart, a re-delivery): kitchen, which did not forget, keeps it; bedroom-pi ignores it.
+            let again = try await connectedClient("garage", broker: broker)
+            try again.publish(HouseholdTopic.plan(owner: "garage", alarmID: 1).topic(household: Self.topicLevel),
+                              HouseholdMessage.encode(PlanMessage(label: "Again", time: "04:55", occurrences: [now + 300], targets: [.device("bedroom-pi")])),
+                              retain: true)
+            try await until("kitchen to keep the plan heard again") { labels(h.kitchen) == ["Again"] }
+            try await until("owner to keep the plan heard again") { labels(h.owner) == ["Again"] }
+            #expect(labels(h.bedroom).isEmpty, "a forgotten device's plan was kept")
+            try await run(h, to: Date(timeIntervalSince1970: TimeInterval(now + 300 + 130)))
+            #expect(h.bedroom.rang.isEmpty, "bedroom-pi rang for a forgotten device")
+            // garage heard online after it was forgotten (its account was not removed after all): a member again.
+            h.clock.advance(by: 5)
+            try again.publish(HouseholdTopic.peer(device: "garage").topic(household: Self.topicLevel),
+                              HouseholdMessage.encode(PeerMessage(online: Int64(h.clock.now().timeIntervalSince1970))), retain: true)
+            try await until("bedroom-pi to remember garage") { ((try? HouseholdRepository(database: h.bedroom.database).forgotten()) ?? [:]).isEmpty }
+            try again.publish(HouseholdTopic.plan(owner: "garage", alarmID: 1).topic(household: Self.topicLevel),
+                              HouseholdMessage.encode(PlanMessage(label: "Back", time: "05:30", occurrences: [now + 3600], targets: [.device("bedroom-pi")])),
+                              retain: true)
+            try await until("bedroom-pi to keep garage's plan again") { labels(h.bedroom).contains("Back") }
+            again.disconnect()
+            stopAll(h)
+        }
+    }
+
+    @Test("#51 finding 6: docs/household.md's broker binds client ids to users")
+    func documentedClientIDBinding() throws {
+        let docs = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/household.md"), encoding: .utf8)
+        #expect(docs.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("use_username_as_clientid true") })
     }
 
     @Test("#25: the ACL of docs/household.md is the one these tests give the broker")

@@ -46,6 +46,76 @@ struct HouseholdCascadeTests {
         #expect(progress.slots.map(\.key) == [slot(0, 2)] && progress.finished && progress.nextAt == nil)
     }
 
+    @Test("#51 finding 9: at most sendsPerOccurrence pushes and calls for one occurrence; the next is capped, not sent")
+    func capPerOccurrence() {
+        let phones = (0..<6).map { BackupTarget.phone("+1555123456\($0)") }
+        let many = KnownOccurrence(key: key, label: "Wake", time: "05:00", targets: phones, heldAt: at(-60))
+        var done: [SlotKey: SlotOutcome] = [:]
+        var decisions: [HouseholdCascade.Decision] = []
+        // Each target's slot comes 2 minutes after the last; the owner acts at each.
+        for minute in stride(from: 2.0, through: 12, by: 2) {
+            for decision in HouseholdCascade.decide(view("jen-laptop", done: done, online: ["jen-laptop"], occurrence: many), now: at(minute)).decisions {
+                decisions.append(decision)
+                switch decision {
+                case .send(let slot, _, _): done[slot] = .sent
+                case .capped(let slot, _, _): done[slot] = .capped
+                default: Issue.record("unexpected \(decision)")
+                }
+            }
+        }
+        let sent = decisions.compactMap { if case .send(let slot, _, _) = $0 { slot.target } else { nil } }
+        let capped = decisions.compactMap { if case .capped(let slot, _, _) = $0 { slot.target } else { nil } }
+        #expect(sent == [0, 1, 2, 3], "the first \(HouseholdCascade.sendsPerOccurrence) targets")
+        #expect(capped == [4, 5])
+        // One fewer target: every one is sent (the boundary's other side).
+        let four = KnownOccurrence(key: key, label: "Wake", time: "05:00", targets: Array(phones.prefix(4)), heldAt: at(-60))
+        var fourDone: [SlotKey: SlotOutcome] = [:]
+        var fourSent = 0
+        for minute in stride(from: 2.0, through: 8, by: 2) {
+            for case .send(let slot, _, _) in HouseholdCascade.decide(view("jen-laptop", done: fourDone, online: ["jen-laptop"], occurrence: four),
+                                                                      now: at(minute)).decisions {
+                fourDone[slot] = .sent
+                fourSent += 1
+            }
+        }
+        #expect(fourSent == 4)
+    }
+
+    @Test("#51 finding 9: a survivor sends (or claims) at most sendsPerOwnerHour for one owner's occurrences within an hour; another owner, or an hour later, is not held back")
+    func capPerOwnerHour() {
+        let push = BackupTarget.push("https://ntfy.sh/jen")
+        func plan(_ owner: String, _ alarm: Int, _ minutes: Double) -> KnownOccurrence {
+            KnownOccurrence(key: OccurrenceKey(owner: owner, alarmID: alarm, at: Self.t + Int64(minutes * 60)), label: "Wake", time: "05:00",
+                            targets: [push], heldAt: at(-60))
+        }
+        // Eight plans of the gone garage at T (a flood of forged plans, one push each), one of jen-laptop, one of garage 70 min later.
+        let occurrences = (1...8).map { plan("garage", $0, 0) } + [plan("jen-laptop", 1, 0), plan("garage", 9, 70)]
+        func decide(_ done: [SlotKey: SlotOutcome], _ minutes: Double) -> [HouseholdCascade.Decision] {
+            HouseholdCascade.decide(HouseholdCascade.View(me: "kitchen", occurrences: occurrences, answers: [], done: done, claims: [:],
+                                                          online: ["kitchen"], departed: ["garage": at(-30), "jen-laptop": at(-30)],
+                                                          callable: []), now: at(minutes)).decisions
+        }
+        var done: [SlotKey: SlotOutcome] = [:]
+        var claimed: [SlotKey] = []
+        var capped: [SlotKey] = []
+        for minutes in [2.1, 72.1] {
+            for decision in decide(done, minutes) {
+                switch decision {
+                case .claim(let slot): done[slot] = .claimed; claimed.append(slot)
+                case .capped(let slot, _, _): done[slot] = .capped; capped.append(slot)
+                case .missed(let slot): done[slot] = .missed  // "All backups tried" of the early ones, an hour on
+                default: Issue.record("unexpected \(decision)")
+                }
+            }
+        }
+        #expect(claimed.filter { $0.occurrence.owner == "garage" && $0.occurrence.alarmID <= 8 }.count == HouseholdCascade.sendsPerOwnerHour)
+        #expect(capped.count == 8 - HouseholdCascade.sendsPerOwnerHour && capped.allSatisfy { $0.occurrence.owner == "garage" })
+        #expect(claimed.contains { $0.occurrence.owner == "jen-laptop" }, "another owner is counted apart")
+        #expect(claimed.contains { $0.occurrence.alarmID == 9 }, "70 minutes later the hour has passed")
+        // Capped stays capped: nothing more is decided for those slots.
+        #expect(decide(done, 72.2).isEmpty)
+    }
+
     @Test("the owner sends its push and call targets itself while alive; survivors leave them alone")
     func ownerSends() {
         let online: Set = ["jen-laptop", "bedroom-pi", "kitchen"]
@@ -197,9 +267,15 @@ struct HouseholdCascadeTests {
                             claims[slot] = SlotClaim(by: me, at: Int64(now.timeIntervalSince1970), state: .claimed)
                         case .missed(let slot): done[me]![slot] = .missed
                         case .allTried(let slot, _): done[me]![slot] = .announced
+                        case .capped(let slot, _, _): done[me]![slot] = .capped
                         }
                     }
                 }
+            }
+            // However many snoozes fire the push and the call again, no agent sends or claims more than the cap.
+            for agent in agents {
+                let sends = done[agent]!.values.filter { [.sent, .claimed, .failed].contains($0) }.count
+                #expect(sends <= HouseholdCascade.sendsPerOccurrence, "\(agent) sent \(sends): \(done[agent]!)")
             }
             let slots = fired.map(\.slot)
             #expect(Set(slots).count == slots.count, "a slot fired twice: \(fired)")

@@ -39,6 +39,11 @@ extension HouseholdService {
                 let before = try repository.slots()[slot]
                 guard try repository.mark(slot, .missed, expecting: before == .claimed ? .claimed : nil, at: now) else { return }
                 logger.warning("a backup slot passed while this agent could not act: not fired late", metadata: ["slot": "\(slot)"])
+            case .capped(let slot, let occurrence, let target):
+                guard try repository.mark(slot, .capped, expecting: nil, at: now) else { return }
+                logOnce("capped|\(occurrence.key.owner)",
+                        "not sending a \(target.kind) for \(occurrence.key.owner)'s alarm: at most \(HouseholdCascade.sendsPerOccurrence) pushes and calls per occurrence and \(HouseholdCascade.sendsPerOwnerHour) within an hour for one owner",
+                        metadata: ["slot": "\(slot)"])
             case .allTried(let slot, let occurrence):
                 guard try repository.mark(slot, .announced, expecting: nil, at: now) else { return }
                 let time = occurrence.time

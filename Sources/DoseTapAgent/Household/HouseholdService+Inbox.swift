@@ -30,6 +30,17 @@ extension HouseholdService {
         let now = clock.now()
         switch message {
         case .peer(let device, let presence):
+            if presence.isOnline, let sent = presence.at, device != identity.device, let since = forgottenSince(device),
+               TimeInterval(sent) > since.timeIntervalSince1970 {
+                // Forgotten, and now heard online after that: a member again (its account was not removed after all).
+                do {
+                    if try repository.remember(device) {
+                        logger.notice("a forgotten device is heard online again: its plans count again", metadata: ["device": "\(device)"])
+                    }
+                } catch {
+                    health.failed(error, doing: "remembering a household device", at: now)
+                }
+            }
             let changed = state.withLock { s -> Bool in
                 // Our own last will from an earlier run (or a broker that lost us): say we are here.
                 if device == identity.device, !presence.isOnline, s.connected { s.nextHeartbeat = nil }
@@ -44,6 +55,23 @@ extension HouseholdService {
                 }
                 poke()
                 return
+            }
+            if forgottenSince(owner) != nil {
+                // `household forget`: its plans are ignored. A retained one is cleared where the broker lets this device
+                // (it does not under the documented ACL: docs/household.md says how to clear it there).
+                if plan != nil { publish(.plan(owner: owner, alarmID: alarmID), [], retain: true) }
+                logOnce("forgotten|\(owner)", "ignored the plan of a forgotten device (dosetap household forget)", metadata: ["owner": "\(owner)"])
+                return
+            }
+            var plan = plan
+            if let heard = plan {
+                // An owner plans eight days ahead: an occurrence further out is not kept (#51 finding 7).
+                let (kept, dropped) = heard.withinHorizon(of: now)
+                if dropped > 0 {
+                    logOnce("horizon|\(owner)", "dropped occurrences of a household plan dated more than 8 days ahead",
+                            metadata: ["owner": "\(owner)", "alarm": "\(alarmID)", "dropped": "\(dropped)"])
+                }
+                plan = kept
             }
             do {
                 if try repository.applyPlan(owner: owner, alarmID: alarmID, plan, now: now) {
@@ -109,6 +137,11 @@ extension HouseholdService {
             state.withLock { $0.claims[slot] = claim }
             poke()
         }
+    }
+
+    /// When `device` was forgotten (`household forget`), or nil.
+    private func forgottenSince(_ device: String) -> Date? {
+        (try? repository.forgotten())?[device]
     }
 
     private func known(_ key: OccurrenceKey) -> KnownOccurrence? {

@@ -104,7 +104,7 @@ public enum BackupTarget: Sendable, Equatable, Hashable, CustomStringConvertible
         }
     }
 
-    static func deviceName(_ text: String) throws(BackupError) -> String {
+    public static func deviceName(_ text: String) throws(BackupError) -> String {
         guard !text.isEmpty, text.count <= maximumDeviceName,
               text.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }),
               let first = text.unicodeScalars.first, first.properties.isAlphabetic || ("0"..."9").contains(first) else {

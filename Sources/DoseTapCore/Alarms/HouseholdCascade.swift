@@ -126,6 +126,8 @@ public enum SlotOutcome: String, Sendable, Equatable, Codable, CaseIterable {
     case missed
     /// "All backups tried" was shown.
     case announced
+    /// A push or call not sent: its owner's cap was reached (`HouseholdCascade.sendsPerOccurrence`, `sendsPerOwnerHour`).
+    case capped
 }
 
 /// The household cascade as every agent computes it (#12): from the plans, the answers, the claims, the
@@ -142,6 +144,12 @@ public enum HouseholdCascade {
     public static let lateLimit: TimeInterval = AlarmRingRules.lateLimit
     /// An occurrence is forgotten this long after it (it was stopped, or every backup was tried long ago).
     public static let retention: TimeInterval = 2 * 86_400
+    /// At most this many pushes and calls (sent, failed or claimed by this agent) for one occurrence (#51 finding 9): a
+    /// plan may list 32 targets, and a snoozed target fires again, but a person's backups are a push and a call or two.
+    public static let sendsPerOccurrence = 4
+    /// At most this many for one owner's slots due within an hour of each other: N plans of 16 occurrences each (anyone's own
+    /// plans, under the ACL) made N×16 calls on the survivors' accounts; a person's alarms make a few.
+    public static let sendsPerOwnerHour = 6
 
     public struct View: Sendable {
         public var me: String
@@ -193,6 +201,8 @@ public enum HouseholdCascade {
         case missed(SlotKey)
         /// Every backup was tried and nobody pressed Stop: "All backups tried for <label> at <time>".
         case allTried(SlotKey, KnownOccurrence)
+        /// A push or call this agent would send or claim, not sent: the owner's cap was reached (recorded, never sent).
+        case capped(SlotKey, KnownOccurrence, BackupTarget)
     }
 
     /// Where one occurrence's cascade stands at `now`.
@@ -247,6 +257,7 @@ public enum HouseholdCascade {
         var decisions: [Decision] = []
         var wake: [Date] = []
         let survivors = view.online.union([view.me]).sorted()
+        var sends = SendCount(view)
         for occurrence in view.occurrences.sorted(by: { $0.key < $1.key }) {
             let progress = progress(of: occurrence, answers: view.answers, now: now)
             if let next = progress.nextAt { wake.append(next) }
@@ -269,7 +280,14 @@ public enum HouseholdCascade {
                     let claim = view.claims[slot]
                     if let claim, claim.by != view.me { continue }
                     if owner == view.me {
-                        decisions.append(late ? .missed(slot) : .send(slot, occurrence, target))
+                        if late {
+                            decisions.append(.missed(slot))
+                        } else if sends.allows(slot) {
+                            sends.add(slot)
+                            decisions.append(.send(slot, occurrence, target))
+                        } else {
+                            decisions.append(.capped(slot, occurrence, target))
+                        }
                         continue
                     }
                     // A survivor acts only for an owner it saw online and then gone, from a plan it held before (and
@@ -287,10 +305,54 @@ public enum HouseholdCascade {
                     if claimedHere || claim != nil { continue }
                     guard let rank = survivors.filter({ $0 != owner }).firstIndex(of: view.me) else { continue }
                     let claimAt = slot.date.addingTimeInterval(claimDelay + claimStep * Double(rank))
-                    if late { decisions.append(.missed(slot)) } else if now >= claimAt { decisions.append(.claim(slot)) } else { wake.append(claimAt) }
+                    if late {
+                        decisions.append(.missed(slot))
+                    } else if now >= claimAt {
+                        if sends.allows(slot) {
+                            sends.add(slot)
+                            decisions.append(.claim(slot))
+                        } else {
+                            decisions.append(.capped(slot, occurrence, target))
+                        }
+                    } else {
+                        wake.append(claimAt)
+                    }
                 }
             }
         }
         return (decisions, wake.min())
+    }
+}
+
+extension HouseholdCascade {
+    /// The pushes and calls this agent sent, tried or claimed, by occurrence and by owner (`sendsPerOccurrence`,
+    /// `sendsPerOwnerHour`), counted from what it did (`View.done`: pruned after `retention`) and what it decides in this pass.
+    struct SendCount {
+        private var byOccurrence: [OccurrenceKey: Int] = [:]
+        /// The slots' due times, by owner.
+        private var byOwner: [String: [Int64]] = [:]
+
+        init(_ view: View) {
+            let targets = Dictionary(view.occurrences.map { ($0.key, $0.targets) }, uniquingKeysWith: { a, _ in a })
+            for (slot, outcome) in view.done where [.sent, .failed, .claimed].contains(outcome) {
+                guard let list = targets[slot.occurrence], list.indices.contains(slot.target) else { continue }
+                switch list[slot.target] {
+                case .push, .phone: add(slot)
+                case .device: continue
+                }
+            }
+        }
+
+        /// Under both caps: fewer than `sendsPerOccurrence` for its occurrence, fewer than `sendsPerOwnerHour` for its owner's
+        /// slots due within an hour of it (either side).
+        func allows(_ slot: SlotKey) -> Bool {
+            let hour = (byOwner[slot.occurrence.owner] ?? []).filter { abs($0 - slot.at) < 3600 }.count
+            return byOccurrence[slot.occurrence, default: 0] < HouseholdCascade.sendsPerOccurrence && hour < HouseholdCascade.sendsPerOwnerHour
+        }
+
+        mutating func add(_ slot: SlotKey) {
+            byOccurrence[slot.occurrence, default: 0] += 1
+            byOwner[slot.occurrence.owner, default: []].append(slot.at)
+        }
     }
 }

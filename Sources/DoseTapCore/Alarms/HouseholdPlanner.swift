@@ -6,6 +6,9 @@ import Foundation
 public enum HouseholdPlanner {
     /// Plans cover the occurrences of the next eight days.
     public static let horizon: TimeInterval = 8 * 86_400
+    /// A plan heard is kept only up to the horizon and this much more (its owner's clock may be a little ahead): a
+    /// retained plan outlives its owner's broker account by eight days at most (#51 finding 7).
+    public static let horizonSlack: TimeInterval = 3600
 
     /// One alarm as the planner sees it.
     public struct Input: Sendable {
@@ -59,5 +62,16 @@ public enum HouseholdPlanner {
             cursor = next
         }
         return occurrences
+    }
+}
+
+extension KnownPlan {
+    /// The plan without the occurrences dated more than `HouseholdPlanner.horizon` (and its slack) after `now`, and how
+    /// many were left out: an owner never plans further, so a plan that does was not written by this version (or forged).
+    public func withinHorizon(of now: Date) -> (plan: KnownPlan, dropped: Int) {
+        let limit = Int64((now.timeIntervalSince1970 + HouseholdPlanner.horizon + HouseholdPlanner.horizonSlack).rounded(.down))
+        var kept = self
+        kept.occurrences = occurrences.filter { $0 <= limit }
+        return (kept, occurrences.count - kept.occurrences.count)
     }
 }

@@ -42,6 +42,7 @@ public enum StoredTables {
         .init("household_answer", "household Stop and Snooze answers heard", "answer", "answers"),
         .init("household_slot", "household backups this device sent or rang", "backup", "backups"),
         .init("backup_ring", "backup alarms that rang here", "ring", "rings"),
+        .init("household_forgotten", "household devices forgotten", "device", "devices"),
     ]
 
     /// Kept by `data clear`: the alarms, their backups and their ring log (`dosetap alarm remove` deletes an alarm).
