@@ -82,6 +82,7 @@ public struct HouseholdRepository: Sendable {
         try database.write { db in
             try db.execute(sql: "DELETE FROM household_occurrence WHERE at < ?", arguments: [cut])
             try db.execute(sql: "DELETE FROM household_answer WHERE occurrence < ?", arguments: [cut])
+            try db.execute(sql: "DELETE FROM household_refused WHERE occurrence < ?", arguments: [cut])
             try db.execute(sql: "DELETE FROM household_slot WHERE occurrence < ?", arguments: [cut])
             try db.execute(sql: "DELETE FROM backup_ring WHERE occurrence < ? AND outcome != 'ringing'", arguments: [cut])
         }
@@ -132,6 +133,33 @@ public struct HouseholdRepository: Sendable {
             try db.execute(sql: "DELETE FROM household_forgotten WHERE device = ?", arguments: [device])
             return db.changesCount > 0
         }
+    }
+
+    // MARK: Answers judged forged
+
+    /// Answers judged forged kept at most (the oldest go first): a member can make up answers without end.
+    public static let refusedKept = 4096
+
+    /// Remembers that `answer` was judged forged (#51 finding 5).
+    public func refuse(_ answer: CascadeAnswer, at now: Date) throws {
+        try database.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO household_refused (answer, occurrence, refused_at) VALUES (?, ?, ?)",
+                           arguments: [Self.content(answer), answer.key.at, now.timeIntervalSince1970])
+            try db.execute(sql: "DELETE FROM household_refused WHERE answer NOT IN (SELECT answer FROM household_refused ORDER BY refused_at DESC LIMIT ?)",
+                           arguments: [Self.refusedKept])
+        }
+    }
+
+    /// Whether `answer`, with exactly this content, was judged forged before.
+    public func wasRefused(_ answer: CascadeAnswer) throws -> Bool {
+        try database.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM household_refused WHERE answer = ?", arguments: [Self.content(answer)]) ?? 0) > 0
+        }
+    }
+
+    /// An answer's whole content as one key.
+    static func content(_ answer: CascadeAnswer) -> String {
+        "\(answer.key.owner)|\(answer.key.alarmID)|\(answer.key.at)|\(answer.kind.rawValue)|\(answer.target.map(String.init) ?? "-")|\(answer.at)|\(answer.by)"
     }
 
     // MARK: Answers

@@ -163,6 +163,6 @@ public enum StoreSchema {
     public static let migrationIdentifiers = [
         "v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings",
         "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2",
-        "v12-dose-log-guard", "v13-dose-event-future", "v14-household-forgotten",
+        "v12-dose-log-guard", "v13-dose-event-future", "v14-household-memory",
     ]
 }

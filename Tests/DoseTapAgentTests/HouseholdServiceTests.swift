@@ -64,10 +64,11 @@ struct HouseholdServiceTests {
         let task = Locked<Task<Void, any Error>?>(nil)
 
         /// - Parameter users: the broker has a user per device (`PrivateBroker.password(for:)`).
-        init(name: String, port: Int, clock: FakeClock, users: Bool = false) throws {
+        /// - Parameter directory: the data folder of an earlier run of this member (its agent restarted), or nil: a new one.
+        init(name: String, port: Int, clock: FakeClock, users: Bool = false, directory: URL? = nil) throws {
             self.name = name
-            directory = freshDataFolder("dosetap-household-\(name)")
-            database = try DoseTapDatabase(directory: directory)
+            self.directory = directory ?? freshDataFolder("dosetap-household-\(name)")
+            database = try DoseTapDatabase(directory: self.directory)
             let identity = HouseholdIdentity(name: "Jen's family", device: name)
             client = try MQTTClient(clientID: "dosetap-\(name)", username: users ? name : nil, password: users ? PrivateBroker.password(for: name) : nil, will: .init(
                 topic: HouseholdTopic.peer(device: name).topic(household: identity.topic), payload: HouseholdMessage.encode(PeerMessage.offline)))
@@ -79,9 +80,9 @@ struct HouseholdServiceTests {
             let stops = self.primaryStops
             service = HouseholdService(
                 identity: identity, database: database, link: HouseholdLink(client: client, host: "127.0.0.1", port: port, url: "mqtt://127.0.0.1:\(port)"),
-                delivery: BackupDelivery(http: http, clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: Member.token(directory),
+                delivery: BackupDelivery(http: http, clock: clock, wording: .init(household: "Jen's family"), pushTokenFile: Member.token(self.directory),
                                          pushServer: "http://127.0.0.1:9",
-                                         phone: PhoneSettings(url: "http://127.0.0.1:9", account: "AC1", tokenFile: Member.token(directory), from: "+15550001111",
+                                         phone: PhoneSettings(url: "http://127.0.0.1:9", account: "AC1", tokenFile: Member.token(self.directory), from: "+15550001111",
                                                               householdNumbers: ["+15551234567"]),
                                          logger: logger),
                 ringer: ringer, clock: clock, logger: logger, events: events, databaseChanges: nil,
@@ -349,6 +350,24 @@ struct HouseholdServiceTests {
                 #expect(try HouseholdRepository(database: member.database).answers().isEmpty, "\(member.name) kept the forged Stop")
             }
             #expect(h.owner.primaryStops.value.isEmpty, "the owner's alarm was stopped by a forged Stop")
+            // The owner's agent restarts (its database kept): the broker delivers the retained Stop again, after the ring.
+            // The verdict is in the store, so it stands across the restart too.
+            h.owner.kill()
+            try await until("the owner to be seen gone") { h.bedroom.service.peers["jen-laptop"] == false }
+            let restarted = try Member(name: "jen-laptop", port: broker.port, clock: h.clock, directory: h.owner.directory)
+            restarted.start()
+            try await until("the restarted owner to be back on the broker") { restarted.client.isConnected }
+            // Messages of one publisher arrive in order: once this plan is kept, the retained Stop was handled.
+            try forger.publish(HouseholdTopic.plan(owner: "kitchen", alarmID: 9).topic(household: topic),
+                               HouseholdMessage.encode(PlanMessage(label: "Sync", time: "05:00", occurrences: [key(0) + 86_400],
+                                                                   targets: [.device("bedroom-pi")])), retain: false)
+            try await until("the restarted owner to handle the broker's messages") {
+                ((try? HouseholdRepository(database: restarted.database).occurrences()) ?? []).contains { $0.key.owner == "kitchen" }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try HouseholdRepository(database: restarted.database).answers().isEmpty, "the restarted owner kept the forged Stop")
+            #expect(restarted.primaryStops.value.isEmpty, "the restarted owner's alarm was stopped by the forged Stop")
+            restarted.kill()
             forger.disconnect()
             stopAll(h)
         }

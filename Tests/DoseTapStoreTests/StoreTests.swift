@@ -23,11 +23,11 @@ struct StoreTests {
     func create() throws {
         let dir = try temporaryDirectory()
         let db = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard", "v13-dose-event-future", "v14-household-forgotten"])
+        #expect(try db.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard", "v13-dose-event-future", "v14-household-memory"])
         #expect(try db.journalMode() == "wal")
         // Re-opening runs no migration twice.
         let again = try DoseTapDatabase(directory: dir.appendingPathComponent("nested/data"))
-        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard", "v13-dose-event-future", "v14-household-forgotten"])
+        #expect(try again.appliedMigrations() == ["v1-battery-samples", "v2-dose-log", "v3-buttons", "v4-append-only-replace", "v5-alarms", "v6-alarm-rings", "v7-usage-alerts", "v8-alarm-backups", "v9-household", "v10-household-held", "v11-flic2", "v12-dose-log-guard", "v13-dose-event-future", "v14-household-memory"])
     }
 
     /// GRDB's pool sets `synchronous = NORMAL` on its writer after the configuration's own set-up: in WAL mode
@@ -479,6 +479,7 @@ struct ClearedTablesTests {
                 INSERT INTO household_slot (owner, alarm_id, occurrence, target, at, outcome, updated_at) VALUES ('o', 1, 1, 0, 1, 'rang', 1);
                 INSERT INTO backup_ring (owner, alarm_id, occurrence, target, at, label, time, started_at) VALUES ('o', 1, 1, 0, 1, 'l', '05:00', 1);
                 INSERT INTO household_forgotten VALUES ('old-pi', 1);
+                INSERT INTO household_refused VALUES ('a', 1, 1);
                 INSERT INTO alarm (time, label, repetition, enabled, created_at) VALUES ('05:00', 'Wake', 'daily', 1, 1);
                 INSERT INTO alarm_import VALUES ('config', 1);
                 INSERT INTO alarm_ring (alarm_id, kind, due_at, outcome) VALUES (1, 'alarm', 1, 'stopped');

@@ -91,7 +91,7 @@ extension HouseholdService {
                 return
             }
             // A verdict once given stands: the same answer heard again (re-delivered) is not judged anew.
-            if state.withLock({ $0.refusedAnswers.contains(answer) }) {
+            if state.withLock({ $0.refusedAnswers.contains(answer) }) || (try? repository.wasRefused(answer)) == true {
                 logOnce("again|\(answer.by)", "dropped a household answer judged forged before: its verdict stands",
                         metadata: ["from": "\(answer.by)", "occurrence": "\(answer.key)"])
                 return
@@ -99,7 +99,11 @@ extension HouseholdService {
             // Only the owner or a device target answers, and only once its alarm rang: an answer heard (or dated)
             // before that ring, or dated ahead of when it was heard, is forged.
             let verdict = HouseholdInbox.judge(answer, of: occurrence, receivedAt: receivedAt)
-            if verdict != .accepted { state.withLock { _ = $0.refusedAnswers.insert(answer) } }
+            if verdict != .accepted {
+                state.withLock { _ = $0.refusedAnswers.insert(answer) }
+                // Kept in the store too: a restart of this agent does not make it new (#51 finding 5).
+                do { try repository.refuse(answer, at: now) } catch { health.failed(error, doing: "remembering a household answer judged forged", at: now) }
+            }
             switch verdict {
             case .accepted:
                 break

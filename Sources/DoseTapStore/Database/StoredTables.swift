@@ -43,6 +43,7 @@ public enum StoredTables {
         .init("household_slot", "household backups this device sent or rang", "backup", "backups"),
         .init("backup_ring", "backup alarms that rang here", "ring", "rings"),
         .init("household_forgotten", "household devices forgotten", "device", "devices"),
+        .init("household_refused", "household answers judged forged", "answer", "answers"),
     ]
 
     /// Kept by `data clear`: the alarms, their backups and their ring log (`dosetap alarm remove` deletes an alarm).

@@ -14,7 +14,7 @@ enum Migrations {
         [
             V1BatterySamples.self, V2DoseLog.self, V3Buttons.self, V4AppendOnlyReplace.self, V5Alarms.self,
             V6AlarmRings.self, V7UsageAlerts.self, V8AlarmBackups.self, V9Household.self, V10HouseholdHeld.self,
-            V11Flic2.self, V12DoseLogGuard.self, V13DoseEventFuture.self, V14HouseholdForgotten.self,
+            V11Flic2.self, V12DoseLogGuard.self, V13DoseEventFuture.self, V14HouseholdMemory.self,
         ]
     }
 
