@@ -17,6 +17,15 @@ final class Locked<Value: Sendable>: Sendable {
     var value: Value { mutex.withLock { $0 } }
 }
 
+/// A machine's clock `ahead` seconds ahead of the shared fake clock (#51 finding 8: a device whose clock is off).
+struct SkewedClock: Scheduling {
+    let base: FakeClock
+    let ahead: TimeInterval
+    func now() -> Date { base.now().addingTimeInterval(ahead) }
+    var timeZone: TimeZone { base.timeZone }
+    func sleep(until deadline: Date) async -> WakeReason { await base.sleep(until: deadline.addingTimeInterval(-ahead)) }
+}
+
 /// This machine's own alarms as the household stops them: records each stop (and says it rang).
 struct RecordingOwnAlarms: OwnAlarmAnswering {
     let stops: Locked<[Int]>
@@ -65,8 +74,11 @@ struct HouseholdServiceTests {
 
         /// - Parameter users: the broker has a user per device (`PrivateBroker.password(for:)`).
         /// - Parameter directory: the data folder of an earlier run of this member (its agent restarted), or nil: a new one.
-        init(name: String, port: Int, clock: FakeClock, users: Bool = false, directory: URL? = nil) throws {
+        let clock: any Scheduling
+
+        init(name: String, port: Int, clock: any Scheduling, users: Bool = false, directory: URL? = nil) throws {
             self.name = name
+            self.clock = clock
             self.directory = directory ?? freshDataFolder("dosetap-household-\(name)")
             database = try DoseTapDatabase(directory: self.directory)
             let identity = HouseholdIdentity(name: "Jen's family", device: name)
@@ -181,10 +193,15 @@ struct HouseholdServiceTests {
 
     /// A household on `broker` whose owner has alarm 1 at 05:00 daily with `targets`, every agent started and
     /// the plan heard by the others.
-    func household(_ broker: PrivateBroker.Broker, targets: [String], repetition: String = "daily", users: Bool = false) async throws -> Household {
-        let clock = FakeClock(Self.at(-10), timeZone: Self.utc)
+    /// - Parameters:
+    ///   - start: where the shared clock starts.
+    ///   - bedroomAhead: how far bedroom-pi's own clock is ahead of the others' (`SkewedClock`).
+    func household(_ broker: PrivateBroker.Broker, targets: [String], repetition: String = "daily", users: Bool = false,
+                   start: Date = HouseholdServiceTests.at(-10), bedroomAhead: TimeInterval = 0) async throws -> Household {
+        let clock = FakeClock(start, timeZone: Self.utc)
+        let bedroomClock: any Scheduling = bedroomAhead == 0 ? clock : SkewedClock(base: clock, ahead: bedroomAhead)
         let h = Household(clock: clock, owner: try Member(name: "jen-laptop", port: broker.port, clock: clock, users: users),
-                          bedroom: try Member(name: "bedroom-pi", port: broker.port, clock: clock, users: users),
+                          bedroom: try Member(name: "bedroom-pi", port: broker.port, clock: bedroomClock, users: users),
                           kitchen: try Member(name: "kitchen", port: broker.port, clock: clock, users: users))
         let alarms = AlarmUseCases(store: DataStore(database: h.owner.database), clock: clock, battery: { nil })
         let id = try alarms.add(.init(time: "05:00", label: "Wake", repetition: repetition)).alarm.id
@@ -257,6 +274,38 @@ struct HouseholdServiceTests {
             try await run(h, to: Self.at(9))
             #expect(h.kitchen.rang.isEmpty && h.owner.http.urls.isEmpty && h.bedroom.rang == [key(2)], "nothing fires after Stop")
             #expect(!h.bedroom.service.isRinging)
+            stopAll(h)
+        }
+    }
+
+    @Test("#51 finding 8: bedroom-pi's clock 10 minutes fast: it rings at the owner's T+2, not 8 minutes early; its Stop counts on every agent (the owner's alarm stops, kitchen does not ring)")
+    func fastBackup() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen"], start: Self.at(-30), bedroomAhead: 600)
+            // The heartbeats (a minute apart) measure the clocks.
+            try await run(h, to: Self.at(-27))
+            try await until("the clocks to be measured") {
+                abs((h.bedroom.service.clockOffsets["jen-laptop"] ?? 0) + 600) <= 3 && abs((h.owner.service.clockOffsets["bedroom-pi"] ?? 0) - 600) <= 3
+                    && abs((h.kitchen.service.clockOffsets["bedroom-pi"] ?? 0) - 600) <= 3
+            }
+            #expect(h.owner.service.clockOffsets["kitchen"] == nil, "kitchen's clock is the owner's")
+            try await run(h, to: Self.at(-8))
+            #expect(h.bedroom.rang.isEmpty, "bedroom-pi rang at its own T+2, the owner's T-8")
+            try await run(h, to: Self.at(2).addingTimeInterval(-2))
+            #expect(h.bedroom.rang.isEmpty)
+            // A heartbeat's delivery may make the owner's clock look a second behind: bedroom-pi rings within seconds of T+2.
+            try await run(h, to: Self.at(2).addingTimeInterval(HouseholdPeers.heartbeatAgreement))
+            try await until("bedroom-pi to ring at the owner's T+2") { h.bedroom.rang == [key(2)] }
+            try await run(h, to: Self.at(2.5))
+            // Stop on bedroom-pi: its answer is dated by its clock, T+12:30.
+            _ = try AlarmUseCases(store: DataStore(directory: h.bedroom.directory), clock: h.bedroom.clock, battery: { nil }).stopRinging(by: .cli)
+            h.bedroom.service.poke()
+            try await until("the owner to hear the Stop") { h.owner.primaryStops.value == [1] }
+            try await until("kitchen to keep the Stop") {
+                ((try? HouseholdRepository(database: h.kitchen.database).answers()) ?? []).contains { $0.kind == .stop }
+            }
+            try await run(h, to: Self.at(6))
+            #expect(h.kitchen.rang.isEmpty, "kitchen rang at T+4 though bedroom-pi's Stop came at T+2:30")
             stopAll(h)
         }
     }

@@ -49,6 +49,27 @@ struct HouseholdStatusTests {
         #expect(out.contains("    2026-11-24 05:02:00 device:bedroom-pi (rang here)"))
     }
 
+    @Test("#51 finding 8: a peer whose clock is off says by how much and that its times are read on this clock; one within 30 s, or an older agent's file, says nothing")
+    func clocks() throws {
+        let peers = [HouseholdStatus.Peer(device: "bedroom-pi", online: true, lastHeartbeat: "2026-11-24T05:09:00Z", clockOffset: 600),
+                     HouseholdStatus.Peer(device: "kitchen", online: true, lastHeartbeat: "2026-11-24T04:58:15Z", clockOffset: -45),
+                     HouseholdStatus.Peer(device: "study", online: true, lastHeartbeat: "2026-11-24T04:59:00Z")]
+        let written = HouseholdStatus(pid: 1, device: "jen-laptop", household: nil, topic: "dosetap/home",
+                                      broker: .init(configured: true, url: "mqtts://pi:8883", connected: true, since: "2026-11-24T05:01:00Z", anonymous: false),
+                                      peers: peers, cascades: [])
+        #expect(try JSONDecoder().decode(HouseholdStatus.self, from: Data(written.json.text.utf8)) == written)
+        #expect(written.json.text.contains(#""clockOffset":600"#) && written.json.text.contains(#""clockOffset":null"#))
+        let out = written.lines(timeZone: TimeZone(identifier: "UTC")!)
+        #expect(out.contains { $0.hasPrefix("  bedroom-pi") && $0.hasSuffix(" — clock 10 min ahead of this one's: its slots and answers are read on this clock") })
+        #expect(out.contains { $0.hasPrefix("  kitchen") && $0.hasSuffix(" — clock 45 s behind this one's: its slots and answers are read on this clock") })
+        #expect(out.contains { $0.hasPrefix("  study") && !$0.contains("clock") })
+        let older = try lines("""
+            {"pid":1,"device":"vm","household":null,"topic":"dosetap/home","broker":{"configured":false},
+             "peers":[{"device":"kitchen","online":true,"lastHeartbeat":"2026-11-24T04:59:00Z"}],"cascades":[]}
+            """)
+        #expect(older.contains { $0.hasPrefix("  kitchen") && !$0.contains("clock") })
+    }
+
     @Test("a broker refused by a security setting says so; none configured says what works without one")
     func offAndNone() throws {
         let off = try lines("""

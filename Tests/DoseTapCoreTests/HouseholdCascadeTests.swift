@@ -116,6 +116,72 @@ struct HouseholdCascadeTests {
         #expect(decide(done, 72.2).isEmpty)
     }
 
+    @Test("#51 finding 8: a peer's clock is measured from two live heartbeats in a row; a retained old one, or clocks within 30 s, measure nothing")
+    func peerClocks() {
+        var peers = HouseholdPeers()
+        let me = at(-10)
+        // A retained heartbeat from an hour ago, then live ones from a device 10 minutes fast.
+        peers.heard("bedroom-pi", PeerMessage(online: Int64(me.timeIntervalSince1970) - 3600), at: me)
+        #expect(peers.clockOffsets.isEmpty)
+        peers.heard("bedroom-pi", PeerMessage(online: Int64(me.timeIntervalSince1970) + 600), at: me.addingTimeInterval(1))
+        #expect(peers.clockOffsets.isEmpty, "an hour's gap in the dates against a second between arrivals: not a live pair")
+        peers.heard("bedroom-pi", PeerMessage(online: Int64(me.timeIntervalSince1970) + 660), at: me.addingTimeInterval(61))
+        #expect(peers.clockOffsets == ["bedroom-pi": 599])
+        // A heartbeat delivered at once measures it better; one delivered slowly does not make it worse.
+        peers.heard("bedroom-pi", PeerMessage(online: Int64(me.timeIntervalSince1970) + 720), at: me.addingTimeInterval(120))
+        #expect(peers.clockOffsets == ["bedroom-pi": 600])
+        peers.heard("bedroom-pi", PeerMessage(online: Int64(me.timeIntervalSince1970) + 780), at: me.addingTimeInterval(182))
+        #expect(peers.clockOffsets == ["bedroom-pi": 600], "a late delivery looks like a slower clock")
+        // Its clock was set back 5 minutes: the new measure replaces the old.
+        peers.heard("bedroom-pi", PeerMessage(online: Int64(me.timeIntervalSince1970) + 540), at: me.addingTimeInterval(240))
+        #expect(peers.clockOffsets == ["bedroom-pi": 600], "dates going backwards are not a live pair: the last measure stands")
+        peers.heard("bedroom-pi", PeerMessage(online: Int64(me.timeIntervalSince1970) + 600), at: me.addingTimeInterval(300))
+        #expect(peers.clockOffsets == ["bedroom-pi": 300])
+        // A device 30 s off counts as the same clock; 31 s does not.
+        peers.heard("kitchen", PeerMessage(online: Int64(me.timeIntervalSince1970) + 30), at: me)
+        peers.heard("kitchen", PeerMessage(online: Int64(me.timeIntervalSince1970) + 90), at: me.addingTimeInterval(60))
+        #expect(peers.clockOffsets["kitchen"] == nil && peers.byDevice["kitchen"]?.clockOffset == 30)
+        peers.heard("kitchen", PeerMessage(online: Int64(me.timeIntervalSince1970) + 151), at: me.addingTimeInterval(120))
+        #expect(peers.clockOffsets["kitchen"] == 31)
+        // Its last will keeps what was measured.
+        peers.heard("bedroom-pi", .offline, at: me.addingTimeInterval(310))
+        #expect(peers.clockOffsets["bedroom-pi"] == 300)
+    }
+
+    @Test("#51 finding 8: a backup 10 minutes fast is judged on this clock: its Stop after its ring counts (dated ahead, kept on this clock), a Stop before it does not")
+    func skewedAnswers() {
+        let bedroomFast: [String: TimeInterval] = ["bedroom-pi": 600]
+        // bedroom-pi rang at T+2 (real); it pressed Stop at T+3, dated T+13 by its clock, heard at T+3.
+        let stop = CascadeAnswer(key: key, kind: .stop, target: nil, at: Self.t + 13 * 60, by: "bedroom-pi")
+        #expect(HouseholdInbox.judge(stop, of: occurrence, receivedAt: at(3)) == .beforeTheRing, "without its clock: dated ahead of when heard")
+        #expect(HouseholdInbox.judge(stop, of: occurrence, receivedAt: at(3), clockOffsets: bedroomFast) == .accepted)
+        let local = HouseholdInbox.onThisClock(stop, clockOffsets: bedroomFast)
+        #expect(local.at == Self.t + 3 * 60)
+        #expect(HouseholdCascade.progress(of: occurrence, answers: [local], now: at(3)).finished, "the Stop counts now, not at T+13")
+        // Before its ring (T+1 real, dated T+11 by its clock): forged, whatever its clock.
+        let early = CascadeAnswer(key: key, kind: .stop, target: nil, at: Self.t + 11 * 60, by: "bedroom-pi")
+        #expect(HouseholdInbox.judge(early, of: occurrence, receivedAt: at(1), clockOffsets: bedroomFast) == .beforeTheRing)
+        // A device 10 minutes slow: its Stop after its ring is dated before the occurrence by its clock, and counts.
+        let slow = CascadeAnswer(key: key, kind: .stop, target: nil, at: Self.t - 7 * 60, by: "bedroom-pi")
+        #expect(HouseholdInbox.judge(slow, of: occurrence, receivedAt: at(3), clockOffsets: ["bedroom-pi": -600]) == .accepted)
+        #expect(HouseholdInbox.judge(slow, of: occurrence, receivedAt: at(3)) == .beforeTheRing)
+    }
+
+    @Test("#51 finding 8: a backup whose clock is 10 minutes fast rings its slot at the owner's T+2, not 8 minutes early")
+    func fastBackupRingsOnTime() {
+        let online: Set = ["jen-laptop", "bedroom-pi"]
+        // bedroom-pi's own clock reads 10 minutes more than the owner's: the owner's clock is 600 s behind it.
+        let mine = { (real: Double) in self.at(real + 10) }
+        let v = HouseholdCascade.View(me: "bedroom-pi", occurrences: [occurrence], answers: [], done: [:], claims: [:], online: online,
+                                      clockOffsets: ["jen-laptop": -600])
+        #expect(HouseholdCascade.decide(v, now: mine(1.99)).decisions == [], "not at the owner's T+1:59")
+        #expect(HouseholdCascade.decide(v, now: mine(1.99)).wakeAt == mine(2), "it wakes at the owner's T+2, on its own clock")
+        #expect(HouseholdCascade.decide(v, now: mine(2)).decisions == [.ring(slot(0, 2), occurrence, round: 0)], "the slot keeps the owner's time")
+        // Without the offset it would ring at its own T+2: the owner's T-8.
+        let blind = HouseholdCascade.View(me: "bedroom-pi", occurrences: [occurrence], answers: [], done: [:], claims: [:], online: online)
+        #expect(HouseholdCascade.decide(blind, now: at(2)).decisions == [.ring(slot(0, 2), occurrence, round: 0)])
+    }
+
     @Test("the owner sends its push and call targets itself while alive; survivors leave them alone")
     func ownerSends() {
         let online: Set = ["jen-laptop", "bedroom-pi", "kitchen"]
@@ -377,7 +443,7 @@ struct HouseholdMessageTests {
         }
     }
 
-    @Test("answers: from the device of their topic (#25), not before their occurrence, a target in range")
+    @Test("answers: from the device of their topic (#25), a target in range; one dated before its occurrence is judged on this clock")
     func answers() throws {
         let key = OccurrenceKey(owner: "jen-laptop", alarmID: 3, at: 1_800_000_000)
         let topic = HouseholdTopic.answer(key, kind: .snooze, by: "bedroom-pi").topic(household: household)
@@ -387,7 +453,15 @@ struct HouseholdMessageTests {
         #expect {
             _ = try HouseholdMessage.parse(topic: topic, payload: Array(#"{"by":"jen-laptop","at":1800000200}"#.utf8), household: household)
         } throws: { ($0 as? HouseholdMessageError)?.description.contains("not the device of its topic") == true }
-        for payload in [#"{"by":"bedroom-pi","at":1799999999}"#, #"{"by":"../x","at":1800000200}"#, #"{"by":"bedroom-pi","at":1800000200,"target":99}"#,
+        // Dated before its occurrence: parsed (the sender's clock may be behind the owner's), and judged on this clock:
+        // forged where the clocks agree, as the Stop of a device 10 minutes slow where it is.
+        let early = try HouseholdMessage.parse(topic: topic, payload: Array(#"{"by":"bedroom-pi","at":1799999999}"#.utf8), household: household)
+        guard case .answer(let answer) = early else { Issue.record("\(early)"); return }
+        let occurrence = KnownOccurrence(key: key, label: "Wake", time: "05:00", targets: [.device("bedroom-pi")])
+        let heard = Date(timeIntervalSince1970: 1_800_000_600)
+        #expect(HouseholdInbox.judge(answer, of: occurrence, receivedAt: heard) == .beforeTheRing)
+        #expect(HouseholdInbox.judge(answer, of: occurrence, receivedAt: heard, clockOffsets: ["bedroom-pi": -600]) == .accepted)
+        for payload in [#"{"by":"../x","at":1800000200}"#, #"{"by":"bedroom-pi","at":1800000200,"target":99}"#,
                         #"{"by":"bedroom-pi","at":"now"}"#, #"{"at":1800000200}"#, #"{"by":"kitchen","at":1800000200}"#] {
             #expect(throws: HouseholdMessageError.self, "\(payload)") {
                 _ = try HouseholdMessage.parse(topic: topic, payload: Array(payload.utf8), household: household)

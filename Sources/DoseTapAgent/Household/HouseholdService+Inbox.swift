@@ -98,7 +98,8 @@ extension HouseholdService {
             }
             // Only the owner or a device target answers, and only once its alarm rang: an answer heard (or dated)
             // before that ring, or dated ahead of when it was heard, is forged.
-            let verdict = HouseholdInbox.judge(answer, of: occurrence, receivedAt: receivedAt)
+            let offsets = state.withLock { $0.peers.clockOffsets }
+            let verdict = HouseholdInbox.judge(answer, of: occurrence, receivedAt: receivedAt, clockOffsets: offsets)
             if verdict != .accepted {
                 state.withLock { _ = $0.refusedAnswers.insert(answer) }
                 // Kept in the store too: a restart of this agent does not make it new (#51 finding 5).
@@ -119,6 +120,12 @@ extension HouseholdService {
                 logOnce("target|\(answer.by)", "dropped a snooze naming a backup the plan does not have", metadata: ["from": "\(answer.by)"])
                 return
             }
+            if let offset = offsets[answer.by] {
+                logOnce("clock|\(answer.by)", "a household answer from a device whose clock is off: read on this clock",
+                        metadata: ["from": "\(answer.by)", "offset": "\(Int(offset.rounded())) s"])
+            }
+            // Kept on this clock: a Stop from a device whose clock is ahead counts now (#51 finding 8).
+            let answer = HouseholdInbox.onThisClock(answer, clockOffsets: offsets)
             do {
                 if try repository.record(answer) {
                     logger.notice("household \(answer.kind.rawValue)", metadata: [

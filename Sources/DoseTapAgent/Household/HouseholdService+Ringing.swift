@@ -37,7 +37,8 @@ extension HouseholdService {
         events?.publish(.backupAlarmRinging(alarmRing, alarm, owner: occurrence.owner))
         logger.warning("backup alarm ringing", metadata: [
             "owner": "\(occurrence.owner)", "alarm": "\(occurrence.alarmID)", "occurrence": "\(occurrence.at)", "round": "\(round)",
-            "lateMs": "\(Int((ring.startedAt.timeIntervalSince(ring.slot.date) * 1000).rounded()))",
+            // On the owner's clock, as the slot is.
+            "lateMs": "\(Int(((ring.startedAt.timeIntervalSince(ring.slot.date) + (state.withLock { $0.peers.clockOffsets[occurrence.owner] } ?? 0)) * 1000).rounded()))",
         ])
     }
 

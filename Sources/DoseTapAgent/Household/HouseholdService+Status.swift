@@ -28,7 +28,8 @@ extension HouseholdService {
             broker.since = s.connectedSince?.rfc3339(in: utc)
         }
         let peers = s.peers.byDevice.sorted { $0.key < $1.key }.map { name, peer in
-            HouseholdStatus.Peer(device: name, online: peer.online, lastHeartbeat: peer.heartbeat?.rfc3339(in: utc))
+            HouseholdStatus.Peer(device: name, online: peer.online, lastHeartbeat: peer.heartbeat?.rfc3339(in: utc),
+                                 clockOffset: s.peers.clockOffsets[name].map { Int($0.rounded()) })
         }
         var cascades: [HouseholdStatus.Cascade] = []
         for occurrence in view.occurrences where occurrence.key.date <= now {

@@ -109,6 +109,8 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
     public var peers: [String: Bool] { state.withLock { $0.peers.byDevice.mapValues(\.online) } }
     /// The latest claim heard on each push or call slot of a dead owner.
     public var claims: [SlotKey: SlotClaim] { state.withLock { $0.claims } }
+    /// The peers whose clock is off from this one's, by how much (theirs minus this one's).
+    public var clockOffsets: [String: TimeInterval] { state.withLock { $0.peers.clockOffsets } }
 
     // MARK: Running
 
@@ -213,7 +215,7 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
                 me: identity.device, occurrences: try repository.occurrences(), answers: try repository.answers(),
                 done: try repository.slots(), claims: state.withLock { $0.claims },
                 online: state.withLock { $0.peers.online }, departed: state.withLock { $0.peers.departed },
-                callable: delivery.householdNumbers)
+                callable: delivery.householdNumbers, clockOffsets: state.withLock { $0.peers.clockOffsets })
             let (decisions, next) = HouseholdCascade.decide(view, now: now)
             if let next { wake.append(next) }
             for decision in decisions {

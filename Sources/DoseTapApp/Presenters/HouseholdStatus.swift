@@ -52,11 +52,23 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         public var device: String
         public var online: Bool
         public var lastHeartbeat: String?
+        /// Its clock minus this machine's, in seconds, when they are more than `HouseholdPeers.clockTolerance` apart
+        /// (#51 finding 8); nil otherwise (or not measured yet).
+        public var clockOffset: Int?
 
-        public init(device: String, online: Bool, lastHeartbeat: String?) {
+        public init(device: String, online: Bool, lastHeartbeat: String?, clockOffset: Int? = nil) {
             self.device = device
             self.online = online
             self.lastHeartbeat = lastHeartbeat
+            self.clockOffset = clockOffset
+        }
+
+        /// "clock 10 min ahead of this one's", or nil.
+        public var clockText: String? {
+            guard let offset = clockOffset else { return nil }
+            let size = abs(offset)
+            let amount = size >= 90 ? "\(Int((Double(size) / 60).rounded())) min" : "\(size) s"
+            return "clock \(amount) \(offset > 0 ? "ahead of" : "behind") this one's: its slots and answers are read on this clock"
         }
     }
 
@@ -124,7 +136,8 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
             ("pid", pid.map { .int($0) } ?? .null), ("device", .string(device)), ("household", text(household)),
             ("topic", .string(topic)), ("broker", .object(brokerFields)),
             ("peers", .array(peers.map { .object([("device", .string($0.device)), ("online", .bool($0.online)),
-                                                  ("lastHeartbeat", text($0.lastHeartbeat))]) })),
+                                                  ("lastHeartbeat", text($0.lastHeartbeat)),
+                                                  ("clockOffset", $0.clockOffset.map { .int($0) } ?? .null)]) })),
             ("cascades", .array(cascades.map { c in
                 .object([("owner", .string(c.owner)), ("alarm", .int(c.alarm)), ("label", .string(c.label)), ("time", .string(c.time)),
                          ("occurrence", .string(c.occurrence)), ("next", text(c.next)),
@@ -159,7 +172,8 @@ public struct HouseholdStatus: Sendable, Equatable, Decodable {
         } else {
             out.append("Peers:")
             for peer in peers {
-                out.append("  \(e(peer.device).padding(toLength: max(16, peer.device.count), withPad: " ", startingAt: 0)) \(peer.online ? "online " : "offline") last heartbeat \(when(peer.lastHeartbeat))")
+                out.append("  \(e(peer.device).padding(toLength: max(16, peer.device.count), withPad: " ", startingAt: 0)) \(peer.online ? "online " : "offline") last heartbeat \(when(peer.lastHeartbeat))"
+                           + (peer.clockText.map { " — \($0)" } ?? ""))
             }
         }
         if cascades.isEmpty {

@@ -165,9 +165,15 @@ public enum HouseholdCascade {
         /// The numbers this device's owner allows it to call for another device's plan (`[phone]
         /// household_numbers`); a survivor never claims a call to any other number.
         public var callable: Set<String>
+        /// Devices whose clock is off from this one's (`HouseholdPeers.clockOffsets`: theirs minus this one's). An
+        /// occurrence's slots are its owner's times: they are followed on the owner's clock (#51 finding 8), so a device
+        /// whose clock is fast does not ring early. The answers are on this machine's clock.
+        public var clockOffsets: [String: TimeInterval]
 
         public init(me: String, occurrences: [KnownOccurrence], answers: [CascadeAnswer], done: [SlotKey: SlotOutcome],
-                    claims: [SlotKey: SlotClaim], online: Set<String>, departed: [String: Date] = [:], callable: Set<String> = []) {
+                    claims: [SlotKey: SlotClaim], online: Set<String>, departed: [String: Date] = [:], callable: Set<String> = [],
+                    clockOffsets: [String: TimeInterval] = [:]) {
+            self.clockOffsets = clockOffsets
             self.me = me
             self.occurrences = occurrences
             self.answers = answers
@@ -258,10 +264,19 @@ public enum HouseholdCascade {
         var wake: [Date] = []
         let survivors = view.online.union([view.me]).sorted()
         var sends = SendCount(view)
+        let myNow = now
         for occurrence in view.occurrences.sorted(by: { $0.key < $1.key }) {
-            let progress = progress(of: occurrence, answers: view.answers, now: now)
-            if let next = progress.nextAt { wake.append(next) }
             let owner = occurrence.key.owner
+            // On the owner's clock: its slots, when they are late, and its answers (kept on this clock) moved to it.
+            let shift = view.clockOffsets[owner] ?? 0
+            let now = myNow.addingTimeInterval(shift)
+            let answers = shift == 0 ? view.answers : view.answers.map { answer -> CascadeAnswer in
+                var moved = answer
+                moved.at += Int64(shift.rounded())
+                return moved
+            }
+            let progress = progress(of: occurrence, answers: answers, now: now)
+            if let next = progress.nextAt { wake.append(next.addingTimeInterval(-shift)) }
             // A slot this agent claimed waits for its claim to win; every other slot it dealt with is done.
             for (slot, round) in progress.slots where view.done[slot] == nil || view.done[slot] == .claimed {
                 let claimedHere = view.done[slot] == .claimed
@@ -295,9 +310,10 @@ public enum HouseholdCascade {
                     guard view.survivorMaySend(target, of: occurrence) else { continue }
                     if let claim, claimedHere {
                         // Ours: it wins once it is still the latest after the settling time.
+                        // The claim is dated by this clock.
                         let settled = Date(timeIntervalSince1970: TimeInterval(claim.at) + claimSettle)
                         if claim.state != .claimed { continue }
-                        if now >= settled { decisions.append(late ? .missed(slot) : .send(slot, occurrence, target)) } else { wake.append(settled) }
+                        if myNow >= settled { decisions.append(late ? .missed(slot) : .send(slot, occurrence, target)) } else { wake.append(settled) }
                         continue
                     }
                     // Claimed here, but the broker has not echoed it yet (or lost it): wait for it. A claim in our
@@ -315,7 +331,7 @@ public enum HouseholdCascade {
                             decisions.append(.capped(slot, occurrence, target))
                         }
                     } else {
-                        wake.append(claimAt)
+                        wake.append(claimAt.addingTimeInterval(-shift))
                     }
                 }
             }

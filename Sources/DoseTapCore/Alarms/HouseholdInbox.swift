@@ -15,7 +15,15 @@ public struct HouseholdPeers: Sendable, Equatable {
         /// Seen online in the household (this run), then gone: when.
         public var departedAt: Date?
         public var seenOnline: Bool
+        /// Its clock minus this one's (#51 finding 8), from its last live heartbeats; nil until measured.
+        public var clockOffset: TimeInterval?
     }
+
+    /// Clocks this far apart count as the same (a heartbeat's whole seconds and its delivery are within it).
+    public static let clockTolerance: TimeInterval = 30
+    /// Two heartbeats measure a clock when their dates are as far apart as their arrivals, within this: the first one
+    /// heard may be an old retained one, a live pair is not.
+    public static let heartbeatAgreement: TimeInterval = 5
 
     /// Devices remembered at once by default.
     public static let kept = 256
@@ -32,9 +40,25 @@ public struct HouseholdPeers: Sendable, Equatable {
     @discardableResult
     public mutating func heard(_ device: String, _ presence: PeerMessage, at now: Date) -> Bool {
         let before = byDevice[device]
-        var peer = Peer(online: presence.isOnline, seenAt: now,
-                        heartbeat: presence.at.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? before?.heartbeat,
-                        departedAt: nil, seenOnline: presence.isOnline || before?.seenOnline == true)
+        let sent = presence.at.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        var peer = Peer(online: presence.isOnline, seenAt: now, heartbeat: sent ?? before?.heartbeat,
+                        departedAt: nil, seenOnline: presence.isOnline || before?.seenOnline == true, clockOffset: before?.clockOffset)
+        // Its clock: from two heartbeats in a row whose dates are as far apart as their arrivals (live ones, not a retained
+        // one from long ago), the later one's date against when it came.
+        if presence.isOnline, let sent, let previous = before, previous.online, let last = previous.heartbeat {
+            let apart = sent.timeIntervalSince(last)
+            if apart > 0, abs(apart - now.timeIntervalSince(previous.seenAt)) <= Self.heartbeatAgreement {
+                // A heartbeat's delivery and its whole-second date only make its clock look behind, never ahead: of the
+                // measures that agree, the largest is the nearest (it then follows that clock a little late, never early).
+                // One far from the last is a clock that was set: it replaces it.
+                let measured = sent.timeIntervalSince(now)
+                if let kept = previous.clockOffset, abs(measured - kept) <= Self.heartbeatAgreement {
+                    peer.clockOffset = max(kept, measured)
+                } else {
+                    peer.clockOffset = measured
+                }
+            }
+        }
         // Gone: seen online, now offline. Back online: not gone.
         peer.departedAt = presence.isOnline ? nil : (before?.online == true ? now : before?.departedAt)
         if before == nil, byDevice.count >= capacity { forgetOne() }
@@ -46,6 +70,10 @@ public struct HouseholdPeers: Sendable, Equatable {
     public func knows(_ device: String) -> Bool { byDevice[device] != nil }
     /// The devices online now.
     public var online: Set<String> { Set(byDevice.filter { $0.value.online }.map(\.key)) }
+    /// The devices whose clock is off from this one's by more than `clockTolerance`: their clock minus this one's.
+    public var clockOffsets: [String: TimeInterval] {
+        byDevice.compactMapValues { peer in peer.clockOffset.flatMap { abs($0) > Self.clockTolerance ? $0 : nil } }
+    }
     /// The devices seen online this run that went away, and when.
     public var departed: [String: Date] { byDevice.compactMapValues { $0.seenOnline ? $0.departedAt : nil } }
 
@@ -76,14 +104,27 @@ public enum HouseholdInbox {
         case unknownTarget
     }
 
-    /// Only the owner or a device target answers an occurrence, and only once its alarm rang there.
-    public static func judge(_ answer: CascadeAnswer, of occurrence: KnownOccurrence, receivedAt: Date) -> AnswerVerdict {
-        guard let earliest = occurrence.earliestAnswer(by: answer.by) else { return .notAnAnswerer }
+    /// Only the owner or a device target answers an occurrence, and only once its alarm rang there. Times are read on
+    /// this machine's clock (#51 finding 8): the ring is the owner's occurrence (on its clock) and the answer's date is
+    /// its sender's clock, each moved by that device's `clockOffsets` (none: the same clock).
+    public static func judge(_ answer: CascadeAnswer, of occurrence: KnownOccurrence, receivedAt: Date,
+                             clockOffsets: [String: TimeInterval] = [:]) -> AnswerVerdict {
+        guard let ownerEarliest = occurrence.earliestAnswer(by: answer.by) else { return .notAnAnswerer }
+        let earliest = ownerEarliest.addingTimeInterval(-(clockOffsets[occurrence.key.owner] ?? 0))
         let bound = earliest.addingTimeInterval(-answerSkew)
-        let dated = Date(timeIntervalSince1970: TimeInterval(answer.at))
+        let dated = Date(timeIntervalSince1970: TimeInterval(answer.at) - (clockOffsets[answer.by] ?? 0))
         guard receivedAt >= bound, dated >= bound, dated <= receivedAt.addingTimeInterval(answerSkew) else { return .beforeTheRing }
         if answer.kind == .snooze, let target = answer.target, !occurrence.targets.indices.contains(target) { return .unknownTarget }
         return .accepted
+    }
+
+    /// The answer as this machine keeps it: its date on this machine's clock (its sender's clock offset taken off), so
+    /// that a Stop from a device whose clock is ahead counts now, not when this clock reaches its date.
+    public static func onThisClock(_ answer: CascadeAnswer, clockOffsets: [String: TimeInterval]) -> CascadeAnswer {
+        guard let offset = clockOffsets[answer.by] else { return answer }
+        var local = answer
+        local.at = max(answer.key.at - Int64(clockOffsets[answer.key.owner] ?? 0), answer.at - Int64(offset.rounded()))
+        return local
     }
 
     /// A sender is of the household when it owns the occurrence, is one of its device targets, or has said it
