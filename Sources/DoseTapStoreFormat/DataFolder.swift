@@ -20,13 +20,60 @@ public enum DataFolder {
         }
         if stat(file, &s) != 0 {
             let code = errno
-            if code == ENOENT { return false }
+            if code == ENOENT {
+                if let problem = lostHistory(folder: folder, file: file) { throw problem }
+                return false
+            }
             throw StoreError("cannot read \(file): \(String(cString: strerror(code)))")
         }
         guard s.st_mode & S_IFMT == S_IFREG else {
             throw StoreError("\(file) is not a regular file; move it away to let DoseTap create its database")
         }
         return true
+    }
+
+    /// The file beside the database that says a history is kept there (#51): written once the database exists, so
+    /// that a database later missing is a history lost (deleted, moved, a failed copy), never a new one.
+    public static let historyFileName = "dosetap.history"
+
+    /// What the history file says, for a person who opens it.
+    static let historyText = """
+        DoseTap keeps its history (doses, alarms, settings) in dosetap.sqlite beside this file.
+        While this file is here, DoseTap refuses to start a new, empty history if dosetap.sqlite is missing:
+        restore dosetap.sqlite from a backup, or delete this file to start a new history on purpose.
+
+        """
+
+    /// The error for a database missing (or of 0 bytes) in a folder whose history file says it held one; nil when
+    /// the folder never held one.
+    public static func lostHistory(folder: String, file: String, empty: Bool = false) -> StoreError? {
+        let marker = (folder.hasSuffix("/") ? folder : folder + "/") + historyFileName
+        var s = stat()
+        guard stat(marker, &s) == 0 else { return nil }
+        let since = Date(timeIntervalSince1970: TimeInterval(s.st_mtim.tv_sec))
+        let when = since.formatted(.iso8601.year().month().day())
+        let what = empty ? "is empty (0 bytes)" : "is missing"
+        return StoreError("\(file) \(what), but this folder has held a DoseTap history since \(when) (\(marker)): not starting "
+                          + "a new, empty one in its place; restore dosetap.sqlite from a backup, or remove \(marker) to start a new history",
+                          cause: .damaged)
+    }
+
+    /// Writes the history file in `folder` if it is not there (a database exists there now). Best effort: a folder
+    /// that cannot be written now gets it at a later open.
+    public static func markHistory(folder: String) {
+        let marker = (folder.hasSuffix("/") ? folder : folder + "/") + historyFileName
+        guard access(marker, F_OK) != 0 else { return }
+        let temporary = marker + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array(historyText.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, marker) == 0 else {
+            unlink(temporary)
+            return
+        }
     }
 
     /// Creates the folder (and its parents, mode 0700) when asked; a file in its place is an error.

@@ -307,6 +307,29 @@ struct HardeningCLITests {
         #expect(r.out.contains("take=1\n"), "\(r.out)")
         #expect(r.err.contains("is read-only"), "\(r.err)")
     }
+    @Test("#51: a history deleted or emptied is not a fresh start: dose status, dose take and the agent each say which, in one line, and make nothing")
+    func lostHistory() async throws {
+        let cli = try CLI()
+        #expect(try await cli.run(["dose", "take"]).exitCode == 0)
+        let file = cli.dataDirectory.appendingPathComponent("dosetap.sqlite").path
+        let marker = cli.dataDirectory.appendingPathComponent("dosetap.history").path
+        #expect(FileManager.default.fileExists(atPath: marker))
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+        for args in [["dose", "status"], ["dose", "take"], ["export", "csv"], ["alarm", "list"]] {
+            let r = try await cli.run(args)
+            #expect(r.exitCode == 1, "\(args): \(r.out) \(r.err)")
+            #expect(r.err.contains("\(file) is missing, but this folder has held a DoseTap history since"), "\(args): \(r.err)")
+            #expect(r.err.split(separator: "\n").count == 1, "one line: \(r.err)")
+        }
+        let agent = try await cli.shell(#"timeout -s TERM 20 "$DOSETAP" agent 2>&1; echo "agent=$?""#, env: ["XDG_RUNTIME_DIR": ""])
+        #expect(agent.out.contains("is missing, but this folder has held a DoseTap history since"), "\(agent.out)")
+        #expect(!agent.out.contains("agent=0") && !agent.out.contains("agent=124"), "it stops at once, with the reason: \(agent.out)")
+        #expect(!FileManager.default.fileExists(atPath: file), "nothing made in its place")
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+        let empty = try await cli.run(["dose", "status"])
+        #expect(empty.exitCode == 1 && empty.err.contains("\(file) is empty (0 bytes), but this folder has held"), "\(empty.err)")
+    }
+
     @Test("the agent starts on a read-only data folder and plans tonight's night from what it reads (#51)")
     func agentOnReadOnlyFolder() async throws {
         let cli = try CLI()

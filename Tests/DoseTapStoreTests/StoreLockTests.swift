@@ -83,4 +83,41 @@ struct EmptyDatabaseFileTests {
         try FileManager.default.removeItem(at: file)
         #expect(try DoseTapDatabase(directory: url).appliedMigrations().count > 0)
     }
+
+    @Test("#51: a history once kept here and now missing, or emptied, is refused with which it is and how to go on; the history file goes, a new one is made")
+    func lostHistory() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-lost-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let file = url.appendingPathComponent("dosetap.sqlite")
+        let marker = url.appendingPathComponent(DataFolder.historyFileName)
+        // A folder that never held one: no history file, no error, a new database — and then the file.
+        #expect(try DoseTapDatabase.openIfPresent(directory: url) == nil)
+        #expect(!FileManager.default.fileExists(atPath: marker.path))
+        let db = try DoseTapDatabase(directory: url)
+        _ = try DoseRepository(database: db).submit(DoseInput(command: .take(confirmLate: false), source: .cli, issuedAt: Date()),
+                                                now: Date(), timeZone: .gmt)
+        #expect(FileManager.default.fileExists(atPath: marker.path))
+        #expect(try String(contentsOf: marker, encoding: .utf8).contains("delete this file to start a new history on purpose"))
+        // Deleted: every way in says so, and none makes a new one.
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file.path + suffix) }
+        let day = (try FileManager.default.attributesOfItem(atPath: marker.path)[.modificationDate] as? Date)?
+            .formatted(.iso8601.year().month().day()) ?? "?"
+        let missing = "\(file.path) is missing, but this folder has held a DoseTap history since \(day) (\(marker.path)): not starting a new, "
+            + "empty one in its place; restore dosetap.sqlite from a backup, or remove \(marker.path) to start a new history"
+        #expect((#expect(throws: StoreError.self) { try DoseTapDatabase(directory: url) })?.description == missing)
+        #expect((#expect(throws: StoreError.self) { try DoseTapDatabase.openForAgent(directory: url) })?.description == missing)
+        #expect((#expect(throws: StoreError.self) { try DoseTapDatabase.openIfPresent(directory: url) })?.description == missing)
+        #expect((#expect(throws: StoreError.self) { try DoseTapDatabase.openForReading(directory: url) })?.description == missing)
+        #expect(!FileManager.default.fileExists(atPath: file.path), "nothing made in its place")
+        // Emptied (a failed copy): which it is.
+        #expect(FileManager.default.createFile(atPath: file.path, contents: Data()))
+        let empty = #expect(throws: StoreError.self) { try DoseTapDatabase(directory: url) }
+        #expect(empty?.description.hasPrefix("\(file.path) is empty (0 bytes), but this folder has held a DoseTap history since") == true)
+        #expect(empty?.cause == .damaged)
+        // The person chose a new history: the history file removed, the database file too.
+        try FileManager.default.removeItem(at: file)
+        try FileManager.default.removeItem(at: marker)
+        #expect(try DoseTapDatabase(directory: url).appliedMigrations().count > 0)
+        #expect(FileManager.default.fileExists(atPath: marker.path))
+    }
 }

@@ -72,9 +72,12 @@ public final class DoseTapDatabase: Sendable {
         // under this same lock and is never seen empty.
         var info = stat()
         if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size == 0 {
-            throw StoreError("\(path) is empty (0 bytes): the history it held is gone; restore it from a backup, or remove the file to start a new history",
-                             cause: .damaged)
+            throw DataFolder.lostHistory(folder: folder, file: path, empty: true)
+                ?? StoreError("\(path) is empty (0 bytes): the history it held is gone; restore it from a backup, or remove the file to start a new history",
+                              cause: .damaged)
         }
+        // Missing in a folder that held a history: the same (its history file says so).
+        if stat(path, &info) != 0, errno == ENOENT, let lost = DataFolder.lostHistory(folder: folder, file: path) { throw lost }
         do {
             let writer = try DatabasePool(path: path, configuration: Self.configuration(readOnly: false, patience: patience))
             // The dose log must survive a power cut right after a confirmation: fsync on every commit. Set here,
@@ -90,6 +93,7 @@ public final class DoseTapDatabase: Sendable {
             if try !writer.read({ db in try Migrations.migrator.hasCompletedMigrations(db) }) {
                 try Migrations.migrator.migrate(writer)
             }
+            DataFolder.markHistory(folder: folder)
             return writer
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "open", waited: patience.text)
