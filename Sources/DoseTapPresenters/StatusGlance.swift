@@ -13,14 +13,18 @@ public struct StatusGlance: Sendable, Equatable {
     /// Every line of detail, for a tooltip.
     public var tooltip: String
     /// For styling: the dose phase (`idle`, `waiting`, `open`, `near-close`, `closed`, `completed`,
-    /// `skipped`), then `alarm-critical` / `alarm-warning`, `battery-critical` / `battery-warning`.
+    /// `skipped`), then `alarm-critical` / `alarm-warning`, `battery-critical` / `battery-warning`, `store-trouble`
+    /// (the running agent cannot write its data, #51).
     public var classes: [String]
-    /// Something needs the person now: the window closes within 15 minutes, or an alarm is at critical risk.
+    /// Something needs the person now: the window closes within 15 minutes, an alarm is at critical risk, or the
+    /// agent cannot write its data.
     public var urgent: Bool
     /// When the text changes with no event (the next minute while counting down, the window opening).
     public var nextChange: Date?
 
-    public static func make(night: NightStatus, nextAlarm: AlarmView?, reminderNudge: Nudge?) -> StatusGlance {
+    /// - Parameter storeProblem: the running agent's word that it cannot write its data (`AgentRecord.storeProblem`,
+    ///   #51): "⚠" before the text, the sentence first in the tooltip, the class `store-trouble`, urgent.
+    public static func make(night: NightStatus, nextAlarm: AlarmView?, reminderNudge: Nudge?, storeProblem: String? = nil) -> StatusGlance {
         let clock = ClockText(timeZone: night.timeZone)
         let now = night.now
         var text = "💊"
@@ -91,6 +95,14 @@ public struct StatusGlance: Sendable, Equatable {
                 tips.append("Alarm \(when)\(label.isEmpty ? "" : " (\(label))"): the battery lasts.")
             }
         }
+        if let storeProblem {
+            // Doses cannot be recorded: the bar says so before anything else (the alarms still ring).
+            text = "⚠ " + text
+            short = "⚠ " + short
+            tips.insert(DisplayText.escaped(storeProblem, maxLength: 400), at: 0)
+            classes.append("store-trouble")
+            urgent = true
+        }
         return StatusGlance(text: text, shortText: short, tooltip: tips.joined(separator: "\n"), classes: classes,
                             urgent: urgent, nextChange: next)
     }
@@ -145,7 +157,7 @@ public struct StatusGlance: Sendable, Equatable {
     /// cannot come from a block that never exits; each line replaces every key, so a calm line clears it.
     public var i3blocks: JSON {
         let color: String? =
-            classes.contains("alarm-critical") || classes.contains("near-close") ? "#FF6B6B"
+            classes.contains("alarm-critical") || classes.contains("near-close") || classes.contains("store-trouble") ? "#FF6B6B"
             : classes.contains("alarm-warning") || classes.contains(where: { $0.hasPrefix("battery-") }) ? "#FFB347"
             : nil
         var fields: [(String, JSON)] = [("full_text", .string(text)), ("short_text", .string(shortText))]

@@ -167,7 +167,8 @@ enum FrontStatus {
             return read
         }
         guard !handOver else { return nil }
-        let glance = StatusGlance.make(night: night, nextAlarm: StatusGlance.nextAlarm(views), reminderNudge: nudge)
+        let glance = StatusGlance.make(night: night, nextAlarm: StatusGlance.nextAlarm(views), reminderNudge: nudge,
+                                       storeProblem: AgentRecord.storeProblem(dataDirectory: data.folder))
         return FrontReply(out: glance.rendered(format))
     }
 }

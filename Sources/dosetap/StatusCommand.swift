@@ -34,7 +34,8 @@ struct StatusCommand: AsyncParsableCommand {
         let night = try failing { try DoseHistory(store: store, clock: SystemClock()).status() }
         let nudge = (try? MachinePorts.doses(store: store, clock: SystemClock()))?.reminderNudge(for: night)
         let alarms = (try? AlarmCommand.useCases(location).list().alarms) ?? []
-        return StatusGlance.make(night: night, nextAlarm: StatusGlance.nextAlarm(alarms), reminderNudge: nudge)
+        return StatusGlance.make(night: night, nextAlarm: StatusGlance.nextAlarm(alarms), reminderNudge: nudge,
+                                 storeProblem: AgentRecord.storeProblem(dataDirectory: location.paths.dataDirectory.path))
     }
 
     func render(_ glance: StatusGlance) -> String { glance.rendered(format) }

@@ -80,6 +80,7 @@ struct HomeAssistantTests {
         let alarms = FakeRingingAlarms()
         let tasks = Mutex<[Task<Void, any Error>]>([])
         let logs = InMemoryLogHandler()
+        let storeHealth: StoreHealth
 
         init(port: Int, clock: FakeClock, buttons: Set<HomeAssistantButton>, bleButtons: [ButtonConfig] = []) throws {
             database = try DoseTapDatabase(directory: directory)
@@ -89,6 +90,7 @@ struct HomeAssistantTests {
                 topic: HouseholdTopic.peer(device: identity.device).topic(household: identity.topic), payload: HouseholdMessage.encode(PeerMessage.offline)))
             let logs = self.logs
             let logger = Logger(label: "ha.test") { _ in logs }
+            storeHealth = StoreHealth(folder: directory.path, logger: logger, events: events)
             let devices = FeedbackDevices(haptics: RecordingHaptics(), catalog: FixedSoundCatalog([]), player: RecordingSoundPlayer(),
                                           beep: HouseholdServiceTests.beep, desktop: nil)
             let ringer = AlarmBell(devices: devices, settings: SettingsRepository(database: database), clock: clock, logger: logger)
@@ -105,7 +107,7 @@ struct HomeAssistantTests {
             service = HomeAssistantService(
                 settings: HomeAssistantSettings(enabled: true, discoveryPrefix: HomeAssistantTests.prefix, buttons: buttons),
                 identity: identity, client: client, database: database, doses: doses, alarms: alarms, battery: { battery },
-                events: events, databaseChanges: nil, clock: clock, logger: logger)
+                events: events, databaseChanges: nil, storeHealth: storeHealth, clock: clock, logger: logger)
         }
 
         func start() {
@@ -148,7 +150,7 @@ struct HomeAssistantTests {
     static let common: Set<String> = ["name", "unique_id", "object_id", "default_entity_id", "availability", "device"]
     static let allowed: [String: Set<String>] = [
         "sensor": common.union(["state_topic", "device_class", "unit_of_measurement", "state_class", "value_template"]),
-        "binary_sensor": common.union(["state_topic", "device_class", "payload_on", "payload_off", "value_template"]),
+        "binary_sensor": common.union(["state_topic", "device_class", "payload_on", "payload_off", "value_template", "json_attributes_topic"]),
         "button": common.union(["command_topic", "payload_press"]),
     ]
 
@@ -201,8 +203,8 @@ struct HomeAssistantTests {
             let expected = [
                 configTopic("sensor", "phase"), configTopic("sensor", "minutes_left"), configTopic("sensor", "alarm_risk"),
                 configTopic("sensor", "battery"), configTopic("sensor", "button_aabbccddee01_battery"), configTopic("sensor", "last_command"),
-                configTopic("binary_sensor", "alarm_ringing"), configTopic("button", "take"), configTopic("button", "snooze"),
-                configTopic("button", "stop"),
+                configTopic("binary_sensor", "alarm_ringing"), configTopic("binary_sensor", "data_problem"), configTopic("button", "take"),
+                configTopic("button", "snooze"), configTopic("button", "stop"),
             ]
             // A first reader sees them published; a reader that arrives later gets them from the broker's retained store.
             let first = try await BrokerObserver(port: broker.port, name: "first", subscriptions: ["\(Self.prefix)/#"], clock: clock)
@@ -210,7 +212,8 @@ struct HomeAssistantTests {
             let later = try await BrokerObserver(port: broker.port, name: "later", subscriptions: ["\(Self.prefix)/#", "\(Self.base)/#"], clock: clock)
             // Every state, not only the first: a reader subscribing while the agent publishes them gets the first ones
             // retained and the rest live a moment later (waiting for `phase` alone failed in a loaded run).
-            let states = ["phase", "minutes_left", "battery/system", "alarm_risk", "alarm_ringing", "battery/button_aabbccddee01"]
+            let states = ["phase", "minutes_left", "battery/system", "alarm_risk", "alarm_ringing", "battery/button_aabbccddee01",
+                          "data_problem", "data_problem/attributes"]
             try await until("the retained configs and states") {
                 Set(expected).isSubset(of: later.topics) && states.allSatisfy { later.last("\(Self.base)/\($0)") != nil }
             }
@@ -236,6 +239,13 @@ struct HomeAssistantTests {
                 #expect(ringing["payload_on"] as? String == "ON")
                 #expect(ringing["payload_off"] as? String == "OFF")
             } else { Issue.record("no binary_sensor config") }
+            if let problem = json(later.last(configTopic("binary_sensor", "data_problem"))) {
+                checkCommon(problem, component: "binary_sensor", object: "data_problem")
+                #expect(problem["state_topic"] as? String == "\(Self.base)/data_problem")
+                #expect(problem["json_attributes_topic"] as? String == "\(Self.base)/data_problem/attributes")
+                #expect(problem["device_class"] as? String == "problem")
+                #expect(problem["payload_on"] as? String == "ON" && problem["payload_off"] as? String == "OFF")
+            } else { Issue.record("no data_problem config") }
 
             for button in ["take", "snooze", "stop"] {
                 guard let config = json(later.last(configTopic("button", button))) else { Issue.record("no button \(button)"); continue }
@@ -252,6 +262,8 @@ struct HomeAssistantTests {
             #expect(later.last("\(Self.base)/alarm_risk") == "none")
             #expect(later.last("\(Self.base)/alarm_ringing") == "OFF")
             #expect(later.last("\(Self.base)/battery/button_aabbccddee01") == "None")
+            #expect(later.last("\(Self.base)/data_problem") == "OFF")
+            #expect(later.last("\(Self.base)/data_problem/attributes") == #"{"cause":null,"message":null}"#)
 
             // The button leaves the allowlist (the command line): its sensor is withdrawn with an empty retained config.
             #expect(try ButtonRepository(database: agent.database).remove(address: Self.nightstand.address))
@@ -261,6 +273,27 @@ struct HomeAssistantTests {
             let after = try await BrokerObserver(port: broker.port, name: "after", subscriptions: ["\(Self.prefix)/#"], clock: clock)
             try await until("the retained configs") { after.topics.contains(configTopic("button", "stop")) }
             #expect(!after.topics.contains(cellTopic), "nothing retained for the removed button")
+        }
+    }
+
+    @Test("#51: the data cannot be written: 'Cannot save data' turns on with its cause and the sentence, and off when it can again")
+    func dataProblem() async throws {
+        try await PrivateBroker.run { broker in
+            let clock = FakeClock(Self.t, timeZone: Self.utc)
+            let agent = try Station(port: broker.port, clock: clock, buttons: [])
+            agent.start()
+            defer { agent.stop() }
+            let observer = try await BrokerObserver(port: broker.port, name: "observer", subscriptions: ["\(Self.base)/#"], clock: clock)
+            try await until("the sensor off") { observer.last("\(Self.base)/data_problem") == "OFF" }
+            agent.storeHealth.failed(StoreError("cannot write x: the disk is full", cause: .full), doing: "a test", at: clock.now())
+            try await until("the sensor on") { observer.last("\(Self.base)/data_problem") == "ON" }
+            let attributes = json(observer.last("\(Self.base)/data_problem/attributes"))
+            #expect(attributes?["cause"] as? String == "full")
+            #expect((attributes?["message"] as? String)?.hasPrefix("DoseTap cannot write its data (the disk is full): alarms still ring, doses cannot be recorded") == true,
+                    "\(String(describing: attributes))")
+            agent.storeHealth.succeeded()
+            try await until("the sensor off again") { observer.last("\(Self.base)/data_problem") == "OFF" }
+            #expect(observer.last("\(Self.base)/data_problem/attributes") == #"{"cause":null,"message":null}"#)
         }
     }
 

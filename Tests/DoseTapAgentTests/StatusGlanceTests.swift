@@ -108,6 +108,22 @@ struct StatusGlanceTests {
         #expect(done.text == "💊 done" && done.classes == ["completed"])
     }
 
+    @Test("#51: the agent cannot write its data: ⚠ before the text, the sentence first in the tooltip (escaped), store-trouble, urgent, red in i3blocks; none: nothing")
+    func storeTrouble() throws {
+        let sentence = "DoseTap cannot write its data (the disk is full): alarms still ring, doses cannot be recorded — free space on /data\u{1b}[31m"
+        let calm = StatusGlance.make(night: night(200.5), nextAlarm: nil, reminderNudge: nil)
+        let told = StatusGlance.make(night: night(200.5), nextAlarm: nil, reminderNudge: nil, storeProblem: sentence)
+        #expect(calm.text == "💊 open 40 min" && !calm.urgent && !calm.classes.contains("store-trouble"))
+        #expect(told.text == "⚠ 💊 open 40 min" && told.shortText.hasPrefix("⚠ "))
+        #expect(told.tooltip.split(separator: "\n").first == "DoseTap cannot write its data (the disk is full): alarms still ring, doses cannot be recorded — free space on /data\\x1b[31m")
+        #expect(told.classes == ["open", "store-trouble"] && told.urgent)
+        #expect(told.nextChange == calm.nextChange, "the countdown goes on")
+        #expect(told.i3blocks.text.contains(##""color":"#FF6B6B""##) && told.i3blocks.text.contains(#""urgent":"true""#))
+        #expect(told.waybar.text.contains(#""class":["open","store-trouble","urgent"]"#), "\(told.waybar.text)")
+        let idle = StatusGlance.make(night: DoseLog(events: []).status(at: Self.dose1, in: Self.zone), nextAlarm: nil, reminderNudge: nil, storeProblem: sentence)
+        #expect(idle.text == "⚠ 💊" && idle.urgent)
+    }
+
     @Test("the next alarm is the earliest enabled one")
     func nextAlarm() throws {
         let a = AlarmView(alarm: try Alarm(id: 1, time: try TimeOfDay(parsing: "07:00")), nextAt: Self.dose1.addingTimeInterval(36_000), nudge: nil)

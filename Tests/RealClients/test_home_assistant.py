@@ -205,6 +205,7 @@ def entity_ids():
         eid("sensor", "battery"): ("Battery", "battery"),
         eid("sensor", f"{button}_battery"): ("Nightstand battery", "battery"),
         eid("binary_sensor", "alarm_ringing"): ("Alarm ringing", None),
+        eid("binary_sensor", "data_problem"): ("Cannot save data", "problem"),
         eid("sensor", "last_command"): ("Last command from Home Assistant", None),
         eid("button", "take"): ("Take dose", None),
         eid("button", "snooze"): ("Snooze", None),
@@ -243,8 +244,12 @@ def test_every_entity_exists_with_its_domain_id_and_state(world):
     want = {eid("sensor", "phase"): "idle", eid("sensor", "minutes_left"): "unknown",
             # No battery here (a machine on mains): the alarm is safe, as `dosetap alarm list` says.
             eid("sensor", "alarm_risk"): "safe", eid("sensor", "battery"): "unknown",
-            eid("binary_sensor", "alarm_ringing"): "off", eid("button", "take"): "unknown"}
+            eid("binary_sensor", "alarm_ringing"): "off", eid("binary_sensor", "data_problem"): "off",
+            eid("button", "take"): "unknown"}
     wait_for_states(ha, want)
+    # The data can be written (#51): the problem sensor is off, its attributes say no cause.
+    problem = ha.states()[eid("binary_sensor", "data_problem")]["attributes"]
+    assert problem.get("cause") is None and "message" in problem, problem
     assert not [e for e, s in ha.states().items() if s["state"] == "unavailable"]
     assert states[eid("sensor", "battery")]["attributes"]["unit_of_measurement"] == "%"
     assert states[eid("sensor", "minutes_left")]["attributes"]["unit_of_measurement"] == "min"

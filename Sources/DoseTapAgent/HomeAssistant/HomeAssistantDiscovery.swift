@@ -73,9 +73,18 @@ public enum HomeAssistantDiscovery {
         public static let minutesLeft = "minutes_left"
         public static let alarmRisk = "alarm_risk"
         public static let alarmRinging = "alarm_ringing"
+        public static let dataProblem = "data_problem"
+        public static let dataProblemAttributes = "data_problem/attributes"
         public static let battery = "battery/system"
         public static let lastCommand = "last_command"
         public static func buttonBattery(_ button: ButtonConfig) -> String { "battery/\(buttonObject(button))" }
+    }
+
+    /// The "Cannot save data" sensor's attributes (#51): the cause (`full`, `locked`, `readOnly`, `ioError`, `damaged`,
+    /// `other`) and the sentence every face shows; both null while the data can be written.
+    public static func dataProblemAttributes(_ problem: StoreProblem?, sentence: String?) -> JSON {
+        .object([("cause", problem.map { .string($0.rawValue) } ?? .null),
+                 ("message", problem == nil ? .null : sentence.map { .string(DisplayText.escaped($0, maxLength: 400)) } ?? .null)])
     }
 
     /// A BLE button as an id part: its address's hex digits, lower case (stable across renames).
@@ -152,6 +161,10 @@ public enum HomeAssistantDiscovery {
         var ringing = common(topics, component: .binarySensor, object: "alarm_ringing", name: "Alarm ringing")
         ringing += [("state_topic", .string(topics.state(State.alarmRinging))), ("payload_on", .string(on)), ("payload_off", .string(off))]
         out.append(HomeAssistantEntity(component: .binarySensor, object: "alarm_ringing", config: .object(ringing + tail(topics))))
+        var problem = common(topics, component: .binarySensor, object: "data_problem", name: "Cannot save data")
+        problem += [("state_topic", .string(topics.state(State.dataProblem))), ("payload_on", .string(on)), ("payload_off", .string(off)),
+                    ("device_class", .string("problem")), ("json_attributes_topic", .string(topics.state(State.dataProblemAttributes)))]
+        out.append(HomeAssistantEntity(component: .binarySensor, object: "data_problem", config: .object(problem + tail(topics))))
         if !buttons.isEmpty {
             out.append(sensor(topics, object: "last_command", name: "Last command from Home Assistant", state: State.lastCommand))
         }

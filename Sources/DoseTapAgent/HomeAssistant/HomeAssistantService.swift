@@ -47,6 +47,8 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
     private let readBattery: @Sendable () -> BatteryStatus?
     private let stream: AsyncStream<AgentEvent>
     private let databaseChanges: AsyncStream<Void>?
+    /// Whether the agent can write its data (#51): the "Cannot save data" problem sensor.
+    private let storeHealth: StoreHealth?
     private let clock: any Scheduling
     private let logger: Logger
     private let loop: PlanningLoop
@@ -59,7 +61,7 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
     ///   - battery: the battery now, until the monitor's first reading arrives.
     public init(settings: HomeAssistantSettings, identity: HouseholdIdentity, client: MQTTClient, database: DoseTapDatabase,
                 doses: DoseUseCases, alarms: any RingAnswering, battery: @escaping @Sendable () -> BatteryStatus?,
-                events: EventBus, databaseChanges: AsyncStream<Void>?, clock: any Scheduling, logger: Logger) {
+                events: EventBus, databaseChanges: AsyncStream<Void>?, storeHealth: StoreHealth? = nil, clock: any Scheduling, logger: Logger) {
         self.settings = settings
         topics = HomeAssistantTopics(prefix: settings.discoveryPrefix, identity: identity)
         self.client = client
@@ -70,6 +72,7 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
         readBattery = battery
         stream = events.subscribe()
         self.databaseChanges = databaseChanges
+        self.storeHealth = storeHealth
         self.clock = clock
         self.logger = logger
         loop = PlanningLoop(clock: clock)
@@ -235,7 +238,7 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
             state.withLock { $0.battery = status }
             poke()
         case .doseRecorded, .settingsChanged, .configurationReloaded, .alarmRinging, .alarmEnded, .alarmMissed, .buttonBattery,
-             .backupAlarmRinging, .backupAlarmEnded:
+             .backupAlarmRinging, .backupAlarmEnded, .storeHealthChanged:
             poke()
         case .doseRefused, .reminderDue, .buttonPressed:
             break
@@ -324,6 +327,11 @@ public final class HomeAssistantService: Service, Sendable, CustomStringConverti
             logOnce("alarms|\(error)", "cannot read the alarms for Home Assistant", metadata: ["error": "\(error)"])
         }
         publish(topics.state(HomeAssistantDiscovery.State.alarmRinging), alarms.isRinging ? HomeAssistantDiscovery.on : HomeAssistantDiscovery.off)
+        // Whether the data can be written (#51): the attributes first, so the sensor never turns on without its sentence.
+        let problem = storeHealth?.problem
+        publish(topics.state(HomeAssistantDiscovery.State.dataProblemAttributes),
+                HomeAssistantDiscovery.dataProblemAttributes(problem, sentence: storeHealth?.sentence).text)
+        publish(topics.state(HomeAssistantDiscovery.State.dataProblem), problem == nil ? HomeAssistantDiscovery.off : HomeAssistantDiscovery.on)
 
         // Each button's cell, as last heard.
         let levels = (try? BatterySampleRepository(database: database).latestLevels()) ?? [:]

@@ -24,6 +24,8 @@ public final class StoreHealth: Sendable {
     private let folder: String
     private let logger: Logger
     private let record: AgentStatusFile.Holder?
+    /// Told `.storeHealthChanged` when the trouble begins, changes cause or ends.
+    private let events: EventBus?
     private let announcer = Mutex<(@Sendable (_ title: String, _ body: String) async -> Void)?>(nil)
     /// Told when the trouble ends: each service that kept writes in memory tries them at once, not at its back-off.
     private let recoveredHandlers = Mutex<[@Sendable () -> Void]>([])
@@ -34,10 +36,12 @@ public final class StoreHealth: Sendable {
     /// - Parameters:
     ///   - folder: the data folder, named in the sentence.
     ///   - record: `store-status.json`, held locked for as long as the agent runs; nil records nothing.
-    public init(folder: String, logger: Logger, record: AgentStatusFile.Holder? = nil) {
+    ///   - events: told `.storeHealthChanged` (the status bar's follower, the dashboard, Home Assistant look again).
+    public init(folder: String, logger: Logger, record: AgentStatusFile.Holder? = nil, events: EventBus? = nil) {
         self.folder = folder
         self.logger = logger
         self.record = record
+        self.events = events
         (changes, changed) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         write(nil, since: nil)
     }
@@ -95,6 +99,7 @@ public final class StoreHealth: Sendable {
             changed.yield()
             let sentence = problem.sentence(folder: folder)
             write(problem, since: trouble.withLock { $0.episode?.since })
+            events?.publish(.storeHealthChanged(problem))
             logger.error("\(sentence)", metadata: ["while": "\(what ?? "-")", "error": "\(detail)"])
             if let post = announcer.withLock({ $0 }) {
                 Task { await post("DoseTap cannot save", sentence) }
@@ -106,6 +111,7 @@ public final class StoreHealth: Sendable {
         case .recovered(let problem, let since, let failures):
             changed.yield()
             write(nil, since: nil)
+            events?.publish(.storeHealthChanged(nil))
             for handler in recoveredHandlers.withLock({ $0 }) { handler() }
             logger.notice("the data can be written again: what was kept in memory is saved as each service tries again", metadata: [
                 "was": "\(problem.reason)", "since": "\(since)", "failedWrites": "\(failures)",

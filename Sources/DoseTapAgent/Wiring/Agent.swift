@@ -41,7 +41,7 @@ public enum Agent {
 func homeAssistantService(_ configuration: AgentConfiguration, broker: Result<HouseholdLink, HouseholdLink.Refused>?, identity: HouseholdIdentity,
                           database: DoseTapDatabase, doses: DoseUseCases, alarms: any RingAnswering,
                           battery: @escaping @Sendable () -> BatteryStatus?, events: EventBus, databaseChanges: AsyncStream<Void>?,
-                          logger: Logger) -> HomeAssistantService? {
+                          storeHealth: StoreHealth? = nil, logger: Logger) -> HomeAssistantService? {
     let settings = configuration.homeAssistant
     guard settings.enabled else { return nil }
     switch broker {
@@ -57,7 +57,7 @@ func homeAssistantService(_ configuration: AgentConfiguration, broker: Result<Ho
         }
         return HomeAssistantService(settings: settings, identity: identity, client: link.client, database: database, doses: doses,
                                     alarms: alarms, battery: battery, events: events, databaseChanges: databaseChanges,
-                                    clock: TimerFDScheduler.shared, logger: logger)
+                                    storeHealth: storeHealth, clock: TimerFDScheduler.shared, logger: logger)
     }
 }
 

@@ -66,7 +66,7 @@ final class AgentWiring: Sendable {
         database = try DoseTapDatabase.openForAgent(directory: paths.dataDirectory)
         store = DataStore(database: database)
         storeHealth = StoreHealth(folder: paths.dataDirectory.path, logger: logger,
-                                  record: StoreHealth.record(dataDirectory: paths.dataDirectory, logger: logger))
+                                  record: StoreHealth.record(dataDirectory: paths.dataDirectory, logger: logger), events: events)
         if let problem = database.writeProblem {
             storeHealth.failed(problem, doing: "opening the data at start (running on what it can read)", at: Date())
         }
@@ -193,7 +193,8 @@ final class AgentWiring: Sendable {
         let battery = self.battery
         guard let service = homeAssistantService(
             configuration.current, broker: broker, identity: identity, database: database, doses: doses, alarms: ringing,
-            battery: { battery.statusNow() }, events: events, databaseChanges: watcher?.changes(), logger: logger) else { return [] }
+            battery: { battery.statusNow() }, events: events, databaseChanges: watcher?.changes(), storeHealth: storeHealth,
+            logger: logger) else { return [] }
         return [.init(service: service)]
     }
 

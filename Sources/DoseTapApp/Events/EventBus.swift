@@ -29,6 +29,9 @@ public enum AgentEvent: Sendable, Equatable {
     case backupAlarmRinging(AlarmRing, Alarm, owner: String)
     /// That backup ring ended: stopped or snoozed (here or by the household), or unanswered for ten minutes.
     case backupAlarmEnded(AlarmRing, owner: String)
+    /// The agent can no longer write its data, for this cause, or can again (nil) (#51, `StoreHealth`): every face
+    /// that shows the sentence looks again.
+    case storeHealthChanged(StoreProblem?)
 }
 
 /// A typed broadcaster: every subscriber gets every event published after it subscribed, in order,

@@ -57,6 +57,7 @@ extension WebDashboard {
         case .alarmRinging: "alarmRinging"
         case .alarmEnded: "alarmEnded"
         case .alarmMissed: "alarmMissed"
+        case .storeHealthChanged: "storeHealthChanged"
         }
     }
 }
