@@ -35,6 +35,9 @@ public struct AgentContext: Sendable {
     public var buttons: ButtonUseCases?
     /// The usage alerts of every battery (`dosetap alert …`).
     public var usageAlerts: AlertUseCases?
+    /// Stop or Snooze the alarm ringing here, as the buttons answer it (`RingAnswers`): the sound ends at once and the
+    /// answer is saved, or kept in memory while the store cannot take it (#51); false when none rings.
+    public var answerRing: (@Sendable (_ outcome: AlarmRingOutcome, _ by: AlarmRingEnder) -> Bool)?
 
     public init(paths: DataPaths, configuration: AgentConfiguration, database: DoseTapDatabase, events: EventBus,
                 doses: DoseUseCases, alarms: AlarmUseCases, battery: @escaping @Sendable () -> BatteryStatus?,

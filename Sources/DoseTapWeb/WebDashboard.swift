@@ -40,6 +40,8 @@ public final class WebDashboard: Sendable {
     let household: AlarmUseCases.Household?
     /// The usage alerts of every battery (#13), shown on the Batteries page.
     let usageAlerts: AlertUseCases?
+    /// Stop or Snooze the alarm ringing here through the agent (`POST /api/ringing/stop|snooze`, #51); false: none rings.
+    let answerRing: (@Sendable (_ outcome: AlarmRingOutcome, _ by: AlarmRingEnder) -> Bool)?
     /// Rendered views kept while nothing they show changed (`ViewCache`).
     let views: ViewCache
     /// The bedtime and wake time (minutes of the day) as read at a store generation.
@@ -50,7 +52,9 @@ public final class WebDashboard: Sendable {
                 alarms: AlarmUseCases? = nil, alarmWarnings: @escaping @Sendable () -> [String] = { [] },
                 batteries: WebBatteries? = nil, sounds: WebSounds? = nil, buttons: WebButtons? = nil,
                 redeemedCodes dataDirectory: URL? = nil, household: AlarmUseCases.Household? = nil, usageAlerts: AlertUseCases? = nil,
-                rateLimit: RateLimiter = RateLimiter(), storeGeneration: (@Sendable () -> Int)? = nil) {
+                rateLimit: RateLimiter = RateLimiter(), storeGeneration: (@Sendable () -> Int)? = nil,
+                answerRing: (@Sendable (_ outcome: AlarmRingOutcome, _ by: AlarmRingEnder) -> Bool)? = nil) {
+        self.answerRing = answerRing
         self.limiter = Mutex(rateLimit)
         self.views = ViewCache(storeGeneration: storeGeneration)
         self.usageAlerts = usageAlerts

@@ -2,6 +2,8 @@ import ArgumentParser
 import DoseTapAgent
 import DoseTapApp
 import DoseTapCore
+import DoseTapHTTP
+import DoseTapWeb
 import DoseTapLinux
 import Foundation
 import Logging
@@ -183,12 +185,20 @@ struct AlarmCommand: ParsableCommand {
         }
     }
 
-    struct Stop: ParsableCommand {
+    struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the alarm ringing now.")
         @OptionGroup var location: DataOptions
 
-        func run() throws {
-            let answer = try failing { try AlarmCommand.useCases(location).stopRinging(by: .cli) }
+        func run() async throws {
+            let answer: AlarmUseCases.RingAnswer
+            do {
+                answer = try AlarmCommand.useCases(location).stopRinging(by: .cli)
+            } catch {
+                try await AlarmCommand.askAgent("stop", after: error)
+                StandardOutput.markCommitted("the alarm ringing here stopped")
+                printLine("Stopped the alarm ringing here, through the running agent (\(AlarmCommand.agentSaves)).")
+                return
+            }
             if let owner = answer.backupOf {
                 StandardOutput.markCommitted("the backup alarm of \(owner) stopped")
                 printLine("Stopped the backup alarm of \(owner)\(AlarmCommand.describe(answer.alarm)): the household hears it.")
@@ -199,12 +209,20 @@ struct AlarmCommand: ParsableCommand {
         }
     }
 
-    struct Snooze: ParsableCommand {
+    struct Snooze: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "snooze", abstract: "Snooze the alarm ringing now: it rings again 9 minutes later.")
         @OptionGroup var location: DataOptions
 
-        func run() throws {
-            let answer = try failing { try AlarmCommand.useCases(location).snoozeRinging(by: .cli) }
+        func run() async throws {
+            let answer: AlarmUseCases.RingAnswer
+            do {
+                answer = try AlarmCommand.useCases(location).snoozeRinging(by: .cli)
+            } catch {
+                try await AlarmCommand.askAgent("snooze", after: error)
+                StandardOutput.markCommitted("the alarm ringing here snoozed")
+                printLine("Snoozed the alarm ringing here, through the running agent: it rings again in 9 minutes (\(AlarmCommand.agentSaves)).")
+                return
+            }
             let until = answer.ring.snoozeUntil.map { " at \(AlarmCommand.hourMinute($0))" } ?? ""
             if let owner = answer.backupOf {
                 StandardOutput.markCommitted("the backup alarm of \(owner) snoozed")
@@ -213,6 +231,20 @@ struct AlarmCommand: ParsableCommand {
             }
             StandardOutput.markCommitted("alarm \(answer.ring.alarmID) snoozed")
             printLine("Snoozed alarm \(answer.ring.alarmID)\(AlarmCommand.describe(answer.alarm)): it rings again\(until).")
+        }
+    }
+
+    static let agentSaves = "it saves the answer when its data can be written"
+
+    /// After `alarm stop|snooze` could not answer through the store — it cannot be written (another program holds its
+    /// lock, the disk is full), or it has no ring the agent could not record (#51) — the running agent is asked on its
+    /// Unix socket, as a button answers: it ends the sound at once. Returns when it answered; otherwise throws the
+    /// store's own error (no agent, or none rings there either).
+    static func askAgent(_ answer: String, after error: any Error) async throws {
+        guard let socket = WebFace.socketPath() else { throw CLIError("\(error)") }
+        switch await AgentRingAnswer.ask(answer, socketPath: socket) {
+        case .answered: return
+        case .noneRinging, .unreachable: throw error as? CLIError ?? CLIError("\(error)")
         }
     }
 

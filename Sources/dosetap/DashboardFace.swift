@@ -45,7 +45,7 @@ enum DashboardFace {
                                      usageAlerts: context.usageAlerts,
                                      rateLimit: RateLimiter(burst: context.configuration.webRateBurst,
                                                             refuseAbove: context.configuration.webRateRefuseAbove),
-                                     storeGeneration: context.databaseGeneration)
+                                     storeGeneration: context.databaseGeneration, answerRing: context.answerRing)
         // The caps follow the descriptor limit in force (the agent raised its soft limit to the hard one at start).
         let limits = WebLimits.forDescriptors(DescriptorLimit.current()?.soft ?? 1024)
         context.logger.info("web dashboard connection limits", metadata: [

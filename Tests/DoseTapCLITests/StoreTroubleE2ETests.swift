@@ -12,10 +12,11 @@ import Testing
 @Suite("dosetap agent: a locked or full store never silences an alarm", .serialized, .timeLimit(.minutes(4)))
 struct StoreTroubleE2ETests {
     /// Runs the agent in `tz` while `body` acts, with its pid; returns its log lines.
-    func withAgent(_ cli: CLI, tz: String, _ body: @Sendable (LineBuffer, Int32) async throws -> Void) async throws -> [String] {
+    func withAgent(_ cli: CLI, tz: String, env: [String: String] = [:],
+                   _ body: @Sendable (LineBuffer, Int32) async throws -> Void) async throws -> [String] {
         let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
         let buffer = LineBuffer()
-        let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(tz: tz),
+        let result = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(tz: tz, extra: env),
                                               input: .none, output: .discarded, error: .sequence) { execution in
             let reader = Task { for try await line in execution.standardError.strings() { buffer.append(line) } }
             #expect(await buffer.wait(for: "agent ready", timeout: 30) != nil, "\(buffer.all.joined(separator: "\n"))")
@@ -78,7 +79,7 @@ struct StoreTroubleE2ETests {
         #expect(try await cli.sqlite("SELECT kind FROM reminder_fired") == "dose-window-open\n")
     }
 
-    @Test("the data folder on a full tmpfs: the alarm rings on time, the log says it once, the CPU stays idle, alarm list tells; freed, the ring is saved")
+    @Test("the data folder on a full tmpfs: the alarm rings on time, the log says it once, the CPU stays idle, alarm list tells, alarm stop works through the agent; freed, the ring and its Stop are saved")
     func fullDisk() async throws {
         #expect(getuid() == 0, "mounting the test's tmpfs needs root (make test runs as root in CI)")
         let cli = try CLI()
@@ -89,7 +90,11 @@ struct StoreTroubleE2ETests {
         defer { _ = try? Process.run(URL(fileURLWithPath: "/bin/umount"), arguments: ["-l", mount.path]).waitUntilExit() }
         let (tz, minute, hhmm) = try arrange(cli, lead: 45)
         let filler = mount.appendingPathComponent("filler").path
-        let log = try await withAgent(cli, tz: tz) { log, pid in
+        // The agent's socket, for `alarm stop` (it cannot write the answer itself on the full disk).
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let env = ["XDG_RUNTIME_DIR": runtime.path]
+        let log = try await withAgent(cli, tz: tz, env: env) { log, pid in
             let filled = try await cli.shell("dd if=/dev/zero of='\(filler)' bs=64k 2>/dev/null; sync; df -k '\(mount.path)' | tail -1")
             #expect(filled.out.contains(" 100% "), "\(filled.out)")
             try #require(Date() < minute.addingTimeInterval(-1), "the agent started too late to prove anything")
@@ -113,11 +118,16 @@ struct StoreTroubleE2ETests {
             let said = log.all.dropFirst(lines).filter { $0.contains(" error ") || $0.contains(" notice ") || $0.contains(" warning ") }
             #expect(said.count <= 8, "\(said.joined(separator: "\n"))")
             #expect(log.count("Dose window now open") == 1)
+            // Stop from a shell while the disk is full: the command cannot write it, the agent answers (#51).
+            let stop = try await cli.run(["alarm", "stop"], tz: tz, env: env)
+            #expect(stop.exitCode == 0, "\(stop.out) \(stop.err)")
+            #expect(stop.out == "Stopped the alarm ringing here, through the running agent (it saves the answer when its data can be written).\n",
+                    "\(stop.out) \(stop.err)")
+            let again = try await cli.run(["alarm", "stop"], tz: tz, env: env)
+            #expect(again.exitCode == 1, "none rings now: \(again.out)")
             try FileManager.default.removeItem(atPath: filler)
             #expect(await log.wait(for: "the data can be written again", timeout: 60) != nil, "\(log.all.joined(separator: "\n"))")
             #expect(await log.wait(for: "the alarms' rings kept in memory are saved", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
-            let stop = try await cli.run(["alarm", "stop"], tz: tz)
-            #expect(stop.exitCode == 0, "\(stop.err)")
         }
         #expect(log.filter { $0.contains("Dose window now open") }.count == 1)
         #expect(try await cli.sqlite("SELECT outcome || ' ' || ended_by FROM alarm_ring") == "stopped cli\n")

@@ -12,6 +12,7 @@ import HummingbirdTesting
 import InMemoryLogging
 import Logging
 import NIOCore
+import Synchronization
 import Testing
 
 /// A dashboard over a fresh data folder, with the fake clock.
@@ -46,7 +47,8 @@ struct WebFixture {
     init(start: Date = t0, battery: BatteryStatus? = nil, wakeProblem: String? = nil, soundProblem: String? = nil, motor: Bool = true,
          player: any SoundPlayer = RecordingSoundPlayer(), found: [ButtonUseCases.Candidate] = [], cached: Bool = true,
          rateLimit: RateLimiter = RateLimiter(),
-         pairFlic2: (@Sendable (String, Int) async throws -> WebButtons.Flic2Paired)? = nil) throws {
+         pairFlic2: (@Sendable (String, Int) async throws -> WebButtons.Flic2Paired)? = nil,
+         answerRing: (@Sendable (AlarmRingOutcome, AlarmRingEnder) -> Bool)? = nil) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-web-\(UUID().uuidString)")
         self.dir = dir
         clock = FakeClock(start, timeZone: TimeZone(identifier: "UTC")!)
@@ -77,7 +79,8 @@ struct WebFixture {
                                                          others: { [(source: "button:Bedside\u{1b}[2J", level: 41, at: start)] }),
                                  sounds: WebSounds(settings: settings, preview: preview), buttons: buttons,
                                  household: AlarmUseCases.Household(device: "kitchen", hasBroker: false), usageAlerts: alerts,
-                                 rateLimit: rateLimit, storeGeneration: watcher.map { watcher in { @Sendable in watcher.generation() } })
+                                 rateLimit: rateLimit, storeGeneration: watcher.map { watcher in { @Sendable in watcher.generation() } },
+                                 answerRing: answerRing)
     }
 
     var application: some ApplicationProtocol {
@@ -402,6 +405,33 @@ struct HTTPTests {
 
 @Suite("Web: the Alarms page and /api/alarms")
 struct AlarmRouteTests {
+    @Test("#51: POST /api/ringing/stop|snooze answers the ring through the agent: a session needs its CSRF token; none ringing is 409; another answer is 404")
+    func answerRing() async throws {
+        let asked = Mutex<[String]>([])
+        let ringing = Mutex(true)
+        let f = try WebFixture(answerRing: { outcome, by in
+            asked.withLock { $0.append("\(outcome.rawValue) \(by.rawValue)") }
+            return ringing.withLock { $0 }
+        })
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            let anonymous = try await client.execute(uri: "/api/ringing/stop", method: .post)
+            #expect(anonymous.status == .unauthorized || anonymous.status == .forbidden, "\(anonymous.status)")
+            let forged = try await client.execute(uri: "/api/ringing/stop", method: .post, headers: headers(cookie, csrf: "wrong"))
+            #expect(forged.status == .forbidden)
+            #expect(asked.withLock { $0 }.isEmpty, "nothing answered without the session's token")
+            let snoozed = try await client.execute(uri: "/api/ringing/snooze", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(snoozed.status == .ok)
+            #expect(snoozed.json["answered"] as? String == "snooze" && snoozed.json["by"] as? String == "web")
+            ringing.withLock { $0 = false }
+            let none = try await client.execute(uri: "/api/ringing/stop", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(none.status == .conflict && none.text.contains("no alarm is ringing"), "\(none.text)")
+            let other = try await client.execute(uri: "/api/ringing/dismiss", method: .post, headers: headers(cookie, csrf: csrf))
+            #expect(other.status == .notFound)
+            #expect(asked.withLock { $0 } == ["snoozed web", "stopped web"])
+        }
+    }
+
     /// #26: one place maps a use case's "no" to a status, by kind (it was guessed from the words, and 503 otherwise).
     @Test("a use-case error's kind is its status: invalid 400, not found 404, refused 409, unavailable 503 — whatever its words")
     func errorStatus() {

@@ -276,6 +276,7 @@ final class AgentWiring: Sendable {
         context.soundPreview = SoundPreview(devices: devices.channels)
         context.buttons = ButtonUseCases(store: store, events: events)
         context.usageAlerts = usageAlerts
+        context.answerRing = { outcome, by in outcome == .snoozed ? ringing.snooze(by: by) : ringing.stop(by: by) }
         var services: Services = []
         for face in faces {
             do {

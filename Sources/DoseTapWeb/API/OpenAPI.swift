@@ -91,6 +91,10 @@ enum OpenAPIDocument {
           "post": { "summary": "Add an alarm (dosetap alarm add)", "security": [ { "session": [], "csrf": [] } ],
             "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/AlarmFields" } } } },
             "responses": { "200": { "description": "The alarm", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Alarm" } } } }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/ringing/stop": { "post": { "summary": "Stop the alarm ringing here, through the agent: the sound ends at once, the answer is saved (or kept in memory while the data cannot be written); dosetap alarm stop asks this when it cannot write", "security": [ { "session": [], "csrf": [] } ],
+          "responses": { "200": { "description": "{\"answered\": \"stop\", \"by\": \"cli\"|\"web\"}" }, "409": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
+        "/api/ringing/snooze": { "post": { "summary": "Snooze the alarm ringing here for 9 minutes, through the agent (as /api/ringing/stop)", "security": [ { "session": [], "csrf": [] } ],
+          "responses": { "200": { "description": "{\"answered\": \"snooze\", \"by\": \"cli\"|\"web\"}" }, "409": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Bad" } } } },
         "/api/alarms/{id}": {
           "parameters": [ { "name": "id", "in": "path", "required": true, "schema": { "type": "integer", "minimum": 1 } } ],
           "patch": { "summary": "Change an alarm (dosetap alarm edit / on / off)", "security": [ { "session": [], "csrf": [] } ],

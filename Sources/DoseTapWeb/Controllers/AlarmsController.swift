@@ -23,6 +23,9 @@ struct AlarmsController: DashboardController {
         router.post("/api/alarms", use: apiAdd)
         router.patch("/api/alarms/:id", use: apiEdit)
         router.delete("/api/alarms/:id", use: apiRemove)
+        if dashboard.answerRing != nil {
+            router.post("/api/ringing/:answer", use: apiAnswerRing)
+        }
         if dashboard.household != nil {
             router.post("/alarms/:id/backup/:change", use: changeBackup)
             router.get("/api/alarms/:id/backups", use: apiBackups)
@@ -159,6 +162,25 @@ struct AlarmsController: DashboardController {
     @Sendable func apiRemove(_ request: Request, _ context: WebContext) async throws -> Response {
         let alarmID = try Self.id(context)
         return dashboard.apiAnswer { _ = try alarms.remove(id: alarmID); return .object([("deleted", .int(alarmID))]) }
+    }
+
+    /// `POST /api/ringing/stop|snooze` (#51): the alarm ringing here (this machine's or a household backup) answered by
+    /// the agent, as a button answers it — the sound ends at once and the answer is saved, or kept in memory while the
+    /// store cannot take it (`dosetap alarm stop` asks this when it cannot write the answer itself). Through the Unix
+    /// socket the answer is the command line's (`by` cli), else the dashboard's. 200 `{"answered": "stop"}`; 409 when
+    /// no alarm rings.
+    @Sendable func apiAnswerRing(_ request: Request, _ context: WebContext) async throws -> Response {
+        guard let answerRing = dashboard.answerRing else { throw HTTPError(.notFound) }
+        let name = context.parameters.get("answer") ?? ""
+        let outcome: AlarmRingOutcome
+        switch name {
+        case "stop": outcome = .stopped
+        case "snooze": outcome = .snoozed
+        default: throw HTTPError(.notFound)
+        }
+        let by: AlarmRingEnder = if case .local = context.access { .cli } else { .web }
+        guard answerRing(outcome, by) else { throw WebInputError(.conflict, "no alarm is ringing") }
+        return WebDashboard.json(.object([("answered", .string(name)), ("by", .string(by.rawValue))]))
     }
 
     @Sendable func apiBackups(_ request: Request, _ context: WebContext) async throws -> Response {
