@@ -108,6 +108,12 @@ struct StoreTroubleE2ETests {
             let told = try await cli.run(["alarm", "list"], tz: tz)
             #expect(told.out.contains("DoseTap cannot write its data (the disk is full): alarms still ring, doses cannot be recorded — free space on"),
                     "\(told.out) \(told.err)")
+            // The status bar's glance says it first (#51).
+            let glance = try await cli.run(["status"], tz: tz)
+            #expect(glance.out.hasPrefix("⚠ 💊 open"), "\(glance.out) \(glance.err)")
+            #expect(glance.out.split(separator: "\n").dropFirst().first?.hasPrefix("  DoseTap cannot write its data (the disk is full)") == true, "\(glance.out)")
+            let bar = try await cli.run(["status", "--format", "waybar"], tz: tz)
+            #expect(bar.out.contains(#""store-trouble","urgent""#), "\(bar.out)")
             // 30 s on the full disk.
             let start = Date()
             try await Task.sleep(for: .seconds(30))
