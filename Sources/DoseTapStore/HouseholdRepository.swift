@@ -179,8 +179,8 @@ public struct HouseholdRepository: Sendable {
 
     /// Records an answer; false when it was known already.
     @discardableResult
-    public func record(_ answer: CascadeAnswer) throws -> Bool {
-        try database.write { db in
+    public func record(_ answer: CascadeAnswer, patience: WritePatience = .standard) throws -> Bool {
+        try database.write(patience: patience) { db in
             try db.execute(sql: """
                 INSERT OR IGNORE INTO household_answer (owner, alarm_id, occurrence, kind, target, at, by) VALUES (?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [answer.key.owner, answer.key.alarmID, answer.key.at, answer.kind.rawValue, answer.target, answer.at, answer.by])
@@ -240,11 +240,26 @@ public struct HouseholdRepository: Sendable {
 
         /// Ten minutes after it started it gives up (as an alarm does).
         public var givesUpAt: Date { startedAt.addingTimeInterval(AlarmRingRules.ringDuration) }
+
+        /// A ring not (yet) in the store (#51: it rang first, the store could not take it); `id` 0 until it is.
+        public init(id: Int64 = 0, slot: SlotKey, label: String, time: String, startedAt: Date, endedAt: Date? = nil,
+                    outcome: AlarmRingOutcome = .ringing, endedBy: AlarmRingEnder? = nil) {
+            self.id = id
+            self.slot = slot
+            self.label = label
+            self.time = time
+            self.startedAt = startedAt
+            self.endedAt = endedAt
+            self.outcome = outcome
+            self.endedBy = endedBy
+        }
     }
 
     /// Starts ringing `slot` (the slot is marked `rang` in the same transaction); nil when it had rung before.
-    public func startRing(_ slot: SlotKey, label: String, time: String, at now: Date) throws -> BackupRing? {
-        try database.write { db in
+    /// - Parameter patience: how long to wait for another process's write lock (the agent: `.brief`, then it rings first
+    ///   and writes later, #51).
+    public func startRing(_ slot: SlotKey, label: String, time: String, at now: Date, patience: WritePatience = .standard) throws -> BackupRing? {
+        try database.write(patience: patience) { db in
             let key: StatementArguments = [slot.occurrence.owner, slot.occurrence.alarmID, slot.occurrence.at, slot.target, slot.at]
             try db.execute(sql: """
                 INSERT OR IGNORE INTO household_slot (outcome, updated_at, detail, owner, alarm_id, occurrence, target, at)
@@ -272,9 +287,10 @@ public struct HouseholdRepository: Sendable {
     }
 
     /// Ends ring `id` if it still rings (one conditional update: Stop and the timeout never both win).
-    public func endRing(id: Int64, outcome: AlarmRingOutcome, by ender: AlarmRingEnder, at now: Date) throws -> BackupRing? {
+    public func endRing(id: Int64, outcome: AlarmRingOutcome, by ender: AlarmRingEnder, at now: Date,
+                        patience: WritePatience = .standard) throws -> BackupRing? {
         precondition(outcome != .ringing, "a ring ends as stopped, snoozed or missed")
-        return try database.write { db in
+        return try database.write(patience: patience) { db in
             try db.execute(sql: "UPDATE backup_ring SET outcome = ?, ended_by = ?, ended_at = ? WHERE id = ? AND outcome = 'ringing'",
                            arguments: [outcome.rawValue, ender.rawValue, now.timeIntervalSince1970, id])
             guard db.changesCount > 0 else { return nil }

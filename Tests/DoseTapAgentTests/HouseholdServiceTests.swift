@@ -310,6 +310,44 @@ struct HouseholdServiceTests {
         }
     }
 
+    @Test("#51: bedroom-pi's store write-locked across its slot: it rings at T+2 from memory; its Stop while locked stops the owner and kitchen never rings; released, the ring and the Stop are written")
+    func lockedBackup() async throws {
+        try await PrivateBroker.run { broker in
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen"])
+            try await run(h, to: Self.at(1))
+            let lock = try HeldWriteLock(database: h.bedroom.directory.appendingPathComponent("dosetap.sqlite").path)
+            defer { lock.release() }
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring though its store is locked") { h.bedroom.rang == [key(2)] }
+            #expect(h.bedroom.service.isRinging)
+            try await run(h, to: Self.at(2.5))
+            #expect(h.bedroom.rang == [key(2)], "rung once: the slot kept in memory is not rung again")
+            // Stop on bedroom-pi's button while the store is still locked.
+            let answers = RingAnswers(alarms: AlarmUseCases(store: DataStore(database: h.bedroom.database), clock: h.clock, battery: { nil },
+                                                            answerPatience: .brief),
+                                      holders: [h.bedroom.service], logger: Logger(label: "test"))
+            #expect(answers.stop(by: .button))
+            try await until("the owner to hear the Stop") { h.owner.primaryStops.value == [1] }
+            try await until("bedroom-pi to stop ringing") { !h.bedroom.service.isRinging }
+            try await run(h, to: Self.at(6))
+            #expect(h.kitchen.rang.isEmpty, "kitchen rang though bedroom-pi's Stop came at T+2:30")
+            #expect(h.bedroom.rang == [key(2)])
+            #expect(h.bedroom.slots.isEmpty || h.bedroom.slots.values.allSatisfy { $0 != .rang }, "nothing written while locked")
+            lock.release()
+            try await run(h, to: Self.at(7))
+            let slot = SlotKey(occurrence: OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0)), target: 0, at: key(2))
+            try await until("the ring kept in memory to be written") { h.bedroom.slots[slot] == .rang }
+            try await until("its Stop to be written") {
+                ((try? HouseholdRepository(database: h.bedroom.database).answers()) ?? []).contains { $0.kind == .stop && $0.by == "bedroom-pi" }
+            }
+            let ring = try HouseholdRepository(database: h.bedroom.database).ring(id: 1)
+            #expect(ring?.outcome == .stopped && ring?.endedBy == .button, "\(String(describing: ring))")
+            try await run(h, to: Self.at(12))
+            #expect(h.bedroom.rang == [key(2)] && h.kitchen.rang.isEmpty, "nothing rings again once it is written")
+            stopAll(h)
+        }
+    }
+
     @Test("Snooze on bedroom-pi at T+3: kitchen waits; bedroom-pi rings again at T+12, then kitchen at T+14")
     func snoozeOnBackup() async throws {
         try await PrivateBroker.run { broker in

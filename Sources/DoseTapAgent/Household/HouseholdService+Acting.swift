@@ -17,7 +17,18 @@ extension HouseholdService {
             switch decision {
             case .ring(let slot, let occurrence, let round):
                 guard state.withLock({ $0.ringing == nil }) else { return }
-                guard let ring = try repository.startRing(slot, label: occurrence.label, time: occurrence.time, at: now) else { return }
+                let ring: HouseholdRepository.BackupRing
+                do {
+                    guard let saved = try repository.startRing(slot, label: occurrence.label, time: occurrence.time, at: now, patience: .brief)
+                    else { return }
+                    ring = saved
+                } catch {
+                    // The alarm sounds first (#51): the store cannot take the ring now (locked, full, read-only); it rings
+                    // from memory and is written when the store can take it.
+                    health.failed(error, doing: "recording a backup alarm ringing (it rings; written later)", at: now)
+                    ring = HouseholdRepository.BackupRing(slot: slot, label: occurrence.label, time: occurrence.time, startedAt: now)
+                    state.withLock { $0.keptRings.append(ring) }
+                }
                 await begin(ring, round: round)
             case .send(let slot, let occurrence, let target):
                 if occurrence.key.owner != identity.device, case .phone(let number) = target, !delivery.householdNumbers.contains(number) {

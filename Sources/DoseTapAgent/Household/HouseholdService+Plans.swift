@@ -28,8 +28,10 @@ extension HouseholdService {
     }
 
     func tell(_ answer: CascadeAnswer) {
-        do { try repository.record(answer) } catch {
-            logger.error("cannot keep a household answer", metadata: ["error": "\(error)"])
+        do { try repository.record(answer, patience: .brief) } catch {
+            // Told now all the same; written when the store can take it (#51).
+            health.failed(error, doing: "keeping a household answer (told now, written later)", at: clock.now())
+            state.withLock { if !$0.keptAnswers.contains(answer) { $0.keptAnswers.append(answer) } }
         }
         publish(.answer(answer.key, kind: answer.kind, by: answer.by),
                 HouseholdMessage.encode(AnswerMessage(by: answer.by, at: answer.at, target: answer.target)), retain: true)

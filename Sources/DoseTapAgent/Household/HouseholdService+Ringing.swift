@@ -17,6 +17,80 @@ extension HouseholdService {
         state.withLock { AlarmRingRules.claimsButtons(ringing: $0.ringing != nil, endedAt: $0.endedAt, now: now) }
     }
 
+    /// Ends the backup ringing here when the store could not take the answer (#51): the household hears it now, the
+    /// sound ends at the next pass (at once: `RingAnswers` pokes), the ring's end is written when the store can take it.
+    public func answerHere(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> AlarmRing? {
+        let now = clock.now()
+        guard outcome == .stopped || outcome == .snoozed, let current = state.withLock({ $0.ringing }) else { return nil }
+        var ended = current.ring
+        ended.outcome = outcome
+        ended.endedBy = ender
+        ended.endedAt = now
+        state.withLock { s in
+            if let index = s.keptRings.firstIndex(where: { $0.slot == ended.slot && $0.startedAt == ended.startedAt }) {
+                s.keptRings[index].outcome = outcome
+                s.keptRings[index].endedBy = ender
+                s.keptRings[index].endedAt = now
+            } else {
+                s.keptRings.append(ended)
+            }
+        }
+        let slot = current.ring.slot
+        tell(CascadeAnswer(key: slot.occurrence, kind: outcome == .stopped ? .stop : .snooze, target: outcome == .stopped ? nil : slot.target,
+                           at: Int64(now.timeIntervalSince1970.rounded(.down)), by: identity.device))
+        var ring = current.alarmRing
+        ring.endedAt = now
+        ring.outcome = outcome
+        ring.endedBy = ender
+        return ring
+    }
+
+    /// Writes what the store could not take (#51): rings rung first, ends answered here, answers told. Returns when to
+    /// try again (the store's back-off) while something is still kept; nil when all is written.
+    func writeKept(now: Date) -> Date? {
+        let repository = self.repository
+        var wrote = false
+        while let ring = state.withLock({ $0.keptRings.first }) {
+            do {
+                var id = ring.id
+                if id == 0 {
+                    // INSERT OR IGNORE: nil when the slot was written meanwhile (nothing more to do for it).
+                    guard let saved = try repository.startRing(ring.slot, label: ring.label, time: ring.time, at: ring.startedAt, patience: .brief)
+                    else {
+                        state.withLock { _ = $0.keptRings.removeFirst() }
+                        continue
+                    }
+                    id = saved.id
+                    state.withLock { s in
+                        s.keptRings[0].id = id
+                        if s.ringing?.ring.slot == ring.slot, s.ringing?.ring.id == 0 { s.ringing?.ring.id = id }
+                    }
+                }
+                if ring.outcome != .ringing, let endedAt = ring.endedAt, let endedBy = ring.endedBy {
+                    _ = try repository.endRing(id: id, outcome: ring.outcome, by: endedBy, at: endedAt, patience: .brief)
+                }
+                state.withLock { _ = $0.keptRings.removeFirst() }
+                wrote = true
+            } catch {
+                return health.failed(error, doing: "writing a backup ring kept in memory", at: now)
+            }
+        }
+        while let answer = state.withLock({ $0.keptAnswers.first }) {
+            do {
+                try repository.record(answer, patience: .brief)
+                state.withLock { _ = $0.keptAnswers.removeFirst() }
+                wrote = true
+            } catch {
+                return health.failed(error, doing: "writing a household answer kept in memory", at: now)
+            }
+        }
+        if wrote {
+            health.succeeded()
+            logger.notice("the backup rings and answers kept in memory are saved")
+        }
+        return nil
+    }
+
     // MARK: A backup alarm ringing here
 
     func begin(_ ring: HouseholdRepository.BackupRing, round: Int) async {
@@ -47,6 +121,25 @@ extension HouseholdService {
     func followRing(now: Date) async throws -> Date? {
         let repository = self.repository
         let current = state.withLock { $0.ringing }
+        // A ring the store has not taken (or whose end it has not): followed from memory (#51).
+        if let current, let kept = state.withLock({ s in s.keptRings.last { $0.slot == current.ring.slot && $0.startedAt == current.ring.startedAt } }) {
+            if kept.outcome != .ringing {
+                await end(current, kept: kept)
+                return nil
+            }
+            let answers = ((try? repository.answers()) ?? []) + state.withLock { $0.keptAnswers }
+            if answers.contains(where: { $0.key == kept.slot.occurrence && $0.kind == .stop }) {
+                await end(current, kept: keep(current, .stopped, by: .household, at: now))
+                logger.notice("backup alarm stopped by the household", metadata: ["owner": "\(kept.slot.occurrence.owner)"])
+                return nil
+            }
+            guard now < kept.givesUpAt else {
+                await end(current, kept: keep(current, .missed, by: .timeout, at: now))
+                logger.warning("backup alarm unanswered for 10 minutes", metadata: ["owner": "\(kept.slot.occurrence.owner)"])
+                return nil
+            }
+            return kept.givesUpAt
+        }
         guard let row = try current.map({ try repository.ring(id: $0.ring.id) }) ?? repository.ringing() else {
             if let current { await end(current) }
             return nil
@@ -55,6 +148,8 @@ extension HouseholdService {
             if let current { await end(current) }
             return nil
         }
+        // Ended here, its end not yet written (#51): not a ring to resume.
+        if state.withLock({ $0.keptRings.contains { $0.id == row.id && $0.outcome != .ringing } }) { return nil }
         if try repository.answers().contains(where: { $0.key == row.slot.occurrence && $0.kind == .stop }) {
             _ = try repository.endRing(id: row.id, outcome: .stopped, by: .household, at: now)
             logger.notice("backup alarm stopped by the household", metadata: ["owner": "\(row.slot.occurrence.owner)"])
@@ -74,15 +169,30 @@ extension HouseholdService {
         return row.givesUpAt
     }
 
-    /// Ends the sound and says so, once: the one place a backup ring held here ends, whoever answered.
-    private func end(_ ringing: BackupRinging) async {
+    /// The ring held here ended in memory (the store takes its end later); the kept ring.
+    private func keep(_ current: BackupRinging, _ outcome: AlarmRingOutcome, by ender: AlarmRingEnder, at now: Date) -> HouseholdRepository.BackupRing {
+        state.withLock { s in
+            guard let index = s.keptRings.lastIndex(where: { $0.slot == current.ring.slot && $0.startedAt == current.ring.startedAt }) else {
+                var ended = current.ring
+                (ended.outcome, ended.endedBy, ended.endedAt) = (outcome, ender, now)
+                s.keptRings.append(ended)
+                return ended
+            }
+            (s.keptRings[index].outcome, s.keptRings[index].endedBy, s.keptRings[index].endedAt) = (outcome, ender, now)
+            return s.keptRings[index]
+        }
+    }
+
+    /// Ends the sound and says so, once: the one place a backup ring held here ends, whoever answered. `kept`: its end
+    /// as kept in memory (the store has not taken it).
+    private func end(_ ringing: BackupRinging, kept: HouseholdRepository.BackupRing? = nil) async {
         let now = clock.now()
         state.withLock {
             $0.ringing = nil
             $0.endedAt = now
         }
         await ringer.finish(ringing.ringing)
-        let ended = (try? repository.ring(id: ringing.ring.id)) ?? nil
+        let ended = kept ?? (ringing.ring.id == 0 ? nil : (try? repository.ring(id: ringing.ring.id)) ?? nil)
         var ring = ringing.alarmRing
         ring.endedAt = ended?.endedAt ?? now
         ring.outcome = ended?.outcome ?? .stopped

@@ -49,6 +49,11 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
         /// Answers judged forged, by their whole content (#51 finding 5): the same Stop delivered again — retained,
         /// after a broker restart or a reconnection — keeps its verdict, however late it now arrives.
         var refusedAnswers = RecentKeys<CascadeAnswer>(capacity: 4096)
+        /// Backup rings the store could not take yet (#51: the alarm sounds first): one rung but not written (`id` 0),
+        /// or one ended here (its outcome set) whose end is not written; written on the store's back-off, in order.
+        var keptRings: [HouseholdRepository.BackupRing] = []
+        /// Answers of this device told to the household but not yet written.
+        var keptAnswers: [CascadeAnswer] = []
     }
 
     let identity: HouseholdIdentity
@@ -98,6 +103,9 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
         self.ownAlarms = ownAlarms
         self.statusFile = statusFile
         loop = PlanningLoop(clock: clock)
+        // What was kept in memory is written as soon as the store can take it again.
+        let loop = self.loop
+        self.health.whenRecovered { loop.poke() }
     }
 
     var repository: HouseholdRepository { HouseholdRepository(database: database) }
@@ -199,6 +207,7 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
         var wake: [Date] = []
         retryPending()
         if let next = state.withLock({ $0.pending.nextExpiry }) { wake.append(next) }
+        if let retry = writeKept(now: now) { wake.append(retry) }
         publishPlans(now: now)
         heartbeat(now: now, wake: &wake)
         do {
@@ -211,9 +220,15 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
                                            at: Int64(ended.timeIntervalSince1970.rounded(.down)), by: identity.device)
                 tell(answer)
             }
+            // With what is kept in memory: a slot rung but not written is done; an answer told but not written counts.
+            let (keptRings, keptAnswers) = state.withLock { ($0.keptRings, $0.keptAnswers) }
+            var done = try repository.slots()
+            for ring in keptRings where ring.id == 0 { done[ring.slot] = .rang }
+            var answers = try repository.answers()
+            answers += keptAnswers.filter { !answers.contains($0) }
             let view = HouseholdCascade.View(
-                me: identity.device, occurrences: try repository.occurrences(), answers: try repository.answers(),
-                done: try repository.slots(), claims: state.withLock { $0.claims },
+                me: identity.device, occurrences: try repository.occurrences(), answers: answers,
+                done: done, claims: state.withLock { $0.claims },
                 online: state.withLock { $0.peers.online }, departed: state.withLock { $0.peers.departed },
                 callable: delivery.householdNumbers, clockOffsets: state.withLock { $0.peers.clockOffsets })
             let (decisions, next) = HouseholdCascade.decide(view, now: now)

@@ -243,7 +243,7 @@ public struct AlarmUseCases: Sendable {
         guard let ringing = try backups.ringing(), ringing.givesUpAt > now else { throw nothing }
         let ended: HouseholdRepository.BackupRing?
         do {
-            ended = try backups.endRing(id: ringing.id, outcome: outcome, by: ender, at: now)
+            ended = try backups.endRing(id: ringing.id, outcome: outcome, by: ender, at: now, patience: answerPatience)
         } catch {
             throw UseCaseError.unavailable("could not save the alarm: \(error)")
         }
