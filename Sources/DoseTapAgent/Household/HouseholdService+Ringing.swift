@@ -22,19 +22,7 @@ extension HouseholdService {
     public func answerHere(_ outcome: AlarmRingOutcome, by ender: AlarmRingEnder) -> AlarmRing? {
         let now = clock.now()
         guard outcome == .stopped || outcome == .snoozed, let current = state.withLock({ $0.ringing }) else { return nil }
-        var ended = current.ring
-        ended.outcome = outcome
-        ended.endedBy = ender
-        ended.endedAt = now
-        state.withLock { s in
-            if let index = s.keptRings.firstIndex(where: { $0.slot == ended.slot && $0.startedAt == ended.startedAt }) {
-                s.keptRings[index].outcome = outcome
-                s.keptRings[index].endedBy = ender
-                s.keptRings[index].endedAt = now
-            } else {
-                s.keptRings.append(ended)
-            }
-        }
+        _ = keep(current, outcome, by: ender, at: now)
         let slot = current.ring.slot
         tell(CascadeAnswer(key: slot.occurrence, kind: outcome == .stopped ? .stop : .snooze, target: outcome == .stopped ? nil : slot.target,
                            at: Int64(now.timeIntervalSince1970.rounded(.down)), by: identity.device))
@@ -170,7 +158,7 @@ extension HouseholdService {
     }
 
     /// The ring held here ended in memory (the store takes its end later); the kept ring.
-    private func keep(_ current: BackupRinging, _ outcome: AlarmRingOutcome, by ender: AlarmRingEnder, at now: Date) -> HouseholdRepository.BackupRing {
+    func keep(_ current: BackupRinging, _ outcome: AlarmRingOutcome, by ender: AlarmRingEnder, at now: Date) -> HouseholdRepository.BackupRing {
         state.withLock { s in
             guard let index = s.keptRings.lastIndex(where: { $0.slot == current.ring.slot && $0.startedAt == current.ring.startedAt }) else {
                 var ended = current.ring
