@@ -50,8 +50,11 @@ public enum DataFolder {
         let marker = (folder.hasSuffix("/") ? folder : folder + "/") + historyFileName
         var s = stat()
         guard stat(marker, &s) == 0 else { return nil }
-        let since = Date(timeIntervalSince1970: TimeInterval(s.st_mtim.tv_sec))
-        let when = since.formatted(.iso8601.year().month().day())
+        // The day (UTC) the history file was written, by the C library (the one-shot front links this file).
+        var seconds = s.st_mtim.tv_sec
+        var day = tm()
+        gmtime_r(&seconds, &day)
+        let when = "\(day.tm_year + 1900)-" + (day.tm_mon + 1 < 10 ? "0" : "") + "\(day.tm_mon + 1)-" + (day.tm_mday < 10 ? "0" : "") + "\(day.tm_mday)"
         let what = empty ? "is empty (0 bytes)" : "is missing"
         return StoreError("\(file) \(what), but this folder has held a DoseTap history since \(when) (\(marker)): not starting "
                           + "a new, empty one in its place; restore dosetap.sqlite from a backup, or remove \(marker) to start a new history",

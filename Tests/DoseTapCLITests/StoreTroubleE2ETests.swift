@@ -79,7 +79,7 @@ struct StoreTroubleE2ETests {
         #expect(try await cli.sqlite("SELECT kind FROM reminder_fired") == "dose-window-open\n")
     }
 
-    @Test("the data folder on a full tmpfs: the alarm rings on time, the log says it once, the CPU stays idle, alarm list tells, alarm stop works through the agent; freed, the ring and its Stop are saved")
+    @Test("the data folder on a full tmpfs: the alarm rings on time, the log says it once, the CPU stays idle, alarm list tells, alarm stop works through the agent; freed, the ring and its Stop are saved; an agent started on the full disk runs and reads")
     func fullDisk() async throws {
         #expect(getuid() == 0, "mounting the test's tmpfs needs root (make test runs as root in CI)")
         let cli = try CLI()
@@ -137,5 +137,20 @@ struct StoreTroubleE2ETests {
         }
         #expect(log.filter { $0.contains("Dose window now open") }.count == 1)
         #expect(try await cli.sqlite("SELECT outcome || ' ' || ended_by FROM alarm_ring") == "stopped cli\n")
+
+        // An agent started on the full disk runs on what it reads (it exited at once, #51 finding 2), and can write
+        // once space is freed.
+        let refilled = try await cli.shell("dd if=/dev/zero of='\(filler)' bs=64k 2>/dev/null; sync; df -k '\(mount.path)' | tail -1")
+        #expect(refilled.out.contains(" 100% "), "\(refilled.out)")
+        let started = try await withAgent(cli, tz: tz, env: env) { log, _ in
+            #expect(log.count("DoseTap cannot write its data (the disk is full)") == 1, "\(log.all.joined(separator: "\n"))")
+            let list = try await cli.run(["alarm", "list"], tz: tz, env: env)
+            #expect(list.exitCode == 0 && list.out.contains("Wake"), "the alarms are read on the full disk: \(list.out) \(list.err)")
+            try FileManager.default.removeItem(atPath: filler)
+            #expect(await log.wait(for: "the data can be written again", timeout: 60) != nil, "\(log.all.joined(separator: "\n"))")
+        }
+        #expect(started.contains { $0.contains("running on what it can read") }, "\(started.joined(separator: "\n"))")
+        let added = try await cli.run(["alarm", "add", "07:15"], tz: tz)
+        #expect(added.exitCode == 0, "a write works again once space is freed: \(added.err)")
     }
 }

@@ -107,7 +107,7 @@ public final class DoseTapDatabase: Sendable {
         self.path = path
         openedForReading = forGood
         do {
-            pool = Mutex(try DatabasePool(path: Self.readingPath(path), configuration: Self.configuration(readOnly: true)))
+            pool = Mutex(try Self.readingPool(path))
         } catch let error as DatabaseError {
             throw Self.explain(error, path: path, action: "open", reading: true)
         }
@@ -211,12 +211,30 @@ public final class DoseTapDatabase: Sendable {
     /// `export csv` failed there — a WAL database needs its `-shm` file, which cannot be made). Safe: without a
     /// writable folder nobody can make the `-wal` or `-journal` file a write needs, so the file cannot change while
     /// it is read.
-    static func readingPath(_ path: String) -> String {
+    static func readingPath(_ path: String, immutableIfNoWAL: Bool = false) -> String {
         let folder = (path as NSString).deletingLastPathComponent
-        guard access(folder.isEmpty ? "." : folder, W_OK) != 0, access(path + "-wal", F_OK) != 0 else { return path }
+        var wal = stat()
+        // No `-wal` file, or an empty one (a reader on a full disk may leave one of 0 bytes): nothing committed outside
+        // the file itself.
+        let noWAL = stat(path + "-wal", &wal) != 0 || (immutableIfNoWAL && wal.st_size == 0)
+        guard immutableIfNoWAL || access(folder.isEmpty ? "." : folder, W_OK) != 0, noWAL else { return path }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "?#%")
         return "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+    }
+
+    /// The read-only pool of the file at `path`. On a full disk a WAL reader cannot make the `-shm` file it needs, so
+    /// every read failed there — `alarm list`, `dose status`, and an agent starting there, which exited at once (#51);
+    /// then, when no `-wal` file holds anything, the file is opened `immutable`: no writer can make the `-wal` a write
+    /// would need either, so the file cannot change until space is freed (and an agent then opens it for writing).
+    static func readingPool(_ path: String) throws -> DatabasePool {
+        do {
+            return try DatabasePool(path: readingPath(path), configuration: configuration(readOnly: true))
+        } catch let error as DatabaseError where explain(error, path: path, action: "open", reading: true).cause == .full {
+            let fallback = readingPath(path, immutableIfNoWAL: true)
+            guard fallback != path else { throw error }
+            return try DatabasePool(path: fallback, configuration: configuration(readOnly: true))
+        }
     }
 
     static func configuration(readOnly: Bool, patience: WritePatience = .standard) -> Configuration {
