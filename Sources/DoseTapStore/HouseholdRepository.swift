@@ -43,9 +43,9 @@ public struct HouseholdRepository: Sendable {
     /// removes the future ones. An occurrence planned again as it was keeps when it was first held
     /// (`KnownOccurrence.heldAt`); a new or changed one is held from `now`. Returns whether anything changed.
     @discardableResult
-    public func applyPlan(owner: String, alarmID: Int, _ plan: KnownPlan?, now: Date) throws -> Bool {
+    public func applyPlan(owner: String, alarmID: Int, _ plan: KnownPlan?, now: Date, patience: WritePatience = .standard) throws -> Bool {
         let cut = Int64(now.timeIntervalSince1970.rounded(.down))
-        return try database.write { db in
+        return try database.write(patience: patience) { db in
             func rows() throws -> [String] {
                 try Row.fetchAll(db, sql: "SELECT at, label, time, targets FROM household_occurrence WHERE owner = ? AND alarm_id = ? ORDER BY at",
                                  arguments: [owner, alarmID]).map { "\($0)" }
@@ -77,9 +77,9 @@ public struct HouseholdRepository: Sendable {
     }
 
     /// Forgets occurrences (and their answers, slots and rings) older than `before`.
-    public func prune(before: Date) throws {
+    public func prune(before: Date, patience: WritePatience = .standard) throws {
         let cut = Int64(before.timeIntervalSince1970)
-        try database.write { db in
+        try database.write(patience: patience) { db in
             try db.execute(sql: "DELETE FROM household_occurrence WHERE at < ?", arguments: [cut])
             try db.execute(sql: "DELETE FROM household_answer WHERE occurrence < ?", arguments: [cut])
             try db.execute(sql: "DELETE FROM household_refused WHERE occurrence < ?", arguments: [cut])
@@ -141,8 +141,8 @@ public struct HouseholdRepository: Sendable {
     public static let refusedKept = 4096
 
     /// Remembers that `answer` was judged forged (#51 finding 5).
-    public func refuse(_ answer: CascadeAnswer, at now: Date) throws {
-        try database.write { db in
+    public func refuse(_ answer: CascadeAnswer, at now: Date, patience: WritePatience = .standard) throws {
+        try database.write(patience: patience) { db in
             try db.execute(sql: "INSERT OR IGNORE INTO household_refused (answer, occurrence, refused_at) VALUES (?, ?, ?)",
                            arguments: [Self.content(answer), answer.key.at, now.timeIntervalSince1970])
             try db.execute(sql: "DELETE FROM household_refused WHERE answer NOT IN (SELECT answer FROM household_refused ORDER BY refused_at DESC LIMIT ?)",
@@ -207,8 +207,9 @@ public struct HouseholdRepository: Sendable {
     /// Marks a slot. With `expecting`, only when its outcome is that now (nil: the slot is new), so two
     /// writers never both take a slot; returns whether it was written.
     @discardableResult
-    public func mark(_ slot: SlotKey, _ outcome: SlotOutcome, expecting: SlotOutcome?, detail: String? = nil, at now: Date) throws -> Bool {
-        try database.write { db in
+    public func mark(_ slot: SlotKey, _ outcome: SlotOutcome, expecting: SlotOutcome?, detail: String? = nil, at now: Date,
+                     patience: WritePatience = .standard) throws -> Bool {
+        try database.write(patience: patience) { db in
             let key: StatementArguments = [slot.occurrence.owner, slot.occurrence.alarmID, slot.occurrence.at, slot.target, slot.at]
             if let expecting {
                 try db.execute(sql: """

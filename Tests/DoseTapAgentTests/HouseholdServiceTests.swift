@@ -197,7 +197,8 @@ struct HouseholdServiceTests {
     ///   - start: where the shared clock starts.
     ///   - bedroomAhead: how far bedroom-pi's own clock is ahead of the others' (`SkewedClock`).
     func household(_ broker: PrivateBroker.Broker, targets: [String], repetition: String = "daily", users: Bool = false,
-                   start: Date = HouseholdServiceTests.at(-10), bedroomAhead: TimeInterval = 0) async throws -> Household {
+                   start: Date = HouseholdServiceTests.at(-10), bedroomAhead: TimeInterval = 0,
+                   beforeStart: (Household) throws -> Void = { _ in }) async throws -> Household {
         let clock = FakeClock(start, timeZone: Self.utc)
         let bedroomClock: any Scheduling = bedroomAhead == 0 ? clock : SkewedClock(base: clock, ahead: bedroomAhead)
         let h = Household(clock: clock, owner: try Member(name: "jen-laptop", port: broker.port, clock: clock, users: users),
@@ -208,10 +209,11 @@ struct HouseholdServiceTests {
         let household = AlarmUseCases.Household(device: "jen-laptop", hasBroker: true)
         for target in targets { _ = try alarms.changeBackups(id: id, .add(target), household: household) }
         _ = try alarms.changeBackups(id: id, .on, household: household)
+        try beforeStart(h)
         for member in h.all { member.start() }
         for member in [h.bedroom, h.kitchen] {
             try await until("\(member.name) to hear the plan") {
-                ((try? HouseholdRepository(database: member.database).occurrences()) ?? []).contains { $0.key.at == Int64(Self.t.timeIntervalSince1970) }
+                ((try? member.service.occurrences()) ?? []).contains { $0.key.at == Int64(Self.t.timeIntervalSince1970) }
             }
             // The owner's heartbeat follows its plan: only an owner seen online can be seen to go (a survivor acts
             // for a departed owner only, and `HouseholdPeers` forgets an offline device never seen online first).
@@ -344,6 +346,54 @@ struct HouseholdServiceTests {
             #expect(ring?.outcome == .stopped && ring?.endedBy == .button, "\(String(describing: ring))")
             try await run(h, to: Self.at(12))
             #expect(h.bedroom.rang == [key(2)] && h.kitchen.rang.isEmpty, "nothing rings again once it is written")
+            stopAll(h)
+        }
+    }
+
+    @Test("#51: bedroom-pi's and the owner's stores write-locked before the plan: bedroom-pi follows it from memory, rings at T+2; its Stop, heard by the locked owner, stops the owner's alarm; released, the plan, the ring and the Stop are written on both")
+    func lockedBeforeThePlan() async throws {
+        try await PrivateBroker.run { broker in
+            let locks = Mutex<[HeldWriteLock]>([])
+            defer { for lock in locks.withLock({ $0 }) { lock.release() } }
+            let h = try await household(broker, targets: ["device:bedroom-pi", "device:kitchen"]) { h in
+                for member in [h.bedroom, h.owner] {
+                    let lock = try HeldWriteLock(database: member.directory.appendingPathComponent("dosetap.sqlite").path)
+                    locks.withLock { $0.append(lock) }
+                }
+            }
+            #expect(try HouseholdRepository(database: h.bedroom.database).occurrences().isEmpty, "the plan is held in memory only")
+            #expect(try HouseholdRepository(database: h.owner.database).occurrences().isEmpty, "the owner's own plan too")
+            try await run(h, to: Self.at(2).addingTimeInterval(-1))
+            #expect(h.bedroom.rang.isEmpty, "nothing before T+2")
+            try await run(h, to: Self.at(2))
+            try await until("bedroom-pi to ring from the plan held in memory") { h.bedroom.rang == [key(2)] }
+            try await run(h, to: Self.at(2.5))
+            let answers = RingAnswers(alarms: AlarmUseCases(store: DataStore(database: h.bedroom.database), clock: h.clock, battery: { nil },
+                                                            answerPatience: .brief),
+                                      holders: [h.bedroom.service], logger: Logger(label: "test"))
+            #expect(answers.stop(by: .button))
+            try await until("the owner to hear the Stop") { h.owner.primaryStops.value == [1] }
+            try await run(h, to: Self.at(6))
+            #expect(h.kitchen.rang.isEmpty, "kitchen rang though bedroom-pi's Stop came at T+2:30")
+            #expect(h.bedroom.rang == [key(2)], "rung once")
+            for lock in locks.withLock({ $0 }) { lock.release() }
+            try await run(h, to: Self.at(7))
+            try await until("the plan kept in memory to be written") {
+                ((try? HouseholdRepository(database: h.bedroom.database).occurrences()) ?? []).contains { $0.key.at == key(0) }
+            }
+            let slot = SlotKey(occurrence: OccurrenceKey(owner: "jen-laptop", alarmID: 1, at: key(0)), target: 0, at: key(2))
+            try await until("the ring kept in memory to be written") { h.bedroom.slots[slot] == .rang }
+            for member in [h.bedroom, h.owner] {
+                try await until("its Stop to be written on \(member.name)") {
+                    ((try? HouseholdRepository(database: member.database).answers()) ?? []).contains { $0.kind == .stop && $0.by == "bedroom-pi" }
+                }
+            }
+            try await until("the owner's own plan to be written") {
+                ((try? HouseholdRepository(database: h.owner.database).occurrences()) ?? []).contains { $0.key.at == key(0) }
+            }
+            try await run(h, to: Self.at(12))
+            #expect(h.bedroom.rang == [key(2)] && h.kitchen.rang.isEmpty, "nothing rings again once it is written")
+            #expect(h.owner.primaryStops.value == [1], "the owner's alarm stopped once")
             stopAll(h)
         }
     }

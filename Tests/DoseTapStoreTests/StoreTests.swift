@@ -1,6 +1,7 @@
 import DoseTapCore
 @testable import DoseTapStore
 import GRDB
+import PropertyBased
 import DoseTapTesting
 import Foundation
 import Synchronization
@@ -518,5 +519,69 @@ struct HouseholdHeldTests {
         let late = Date(timeIntervalSince1970: TimeInterval(t + 60))
         try repo.applyPlan(owner: "garage", alarmID: 1, KnownPlan(label: "x", time: "05:00", occurrences: [t], targets: [.device("a")]), now: late)
         #expect(try repo.occurrences().first { $0.key.owner == "garage" }?.heldAt == late)
+    }
+}
+
+@Suite("A household plan held in memory is the plan the store would hold (#51)")
+struct HouseholdPlanInMemoryTests {
+    /// Plans of two owners' alarms, received one after another (some withdrawn, some changed, some the same again,
+    /// some occurrences already past): the store's `applyPlan` and `KnownOccurrence.applying` on what was read agree
+    /// after every step — the agent rings a backup slot from a plan it could not write as the store would have it.
+    @Test("applyPlan in the store and KnownOccurrence.applying in memory agree on every sequence of plans")
+    func sameAsTheStore() async throws {
+        let n = 14
+        let owners = Gen.int(in: 0...2).array(of: n)
+        let kinds = Gen.int(in: 0...5).array(of: n)
+        let shifts = Gen.int(in: -2...3).array(of: n)
+        let steps = Gen.int(in: 0...30_000).array(of: n)
+        await propertyCheck(count: 12, input: owners, kinds, shifts, steps) { owners, kinds, shifts, steps in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("dosetap-plans-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let db = try DoseTapDatabase(directory: folder)
+            let repo = HouseholdRepository(database: db)
+            let t: Int64 = 1_800_000_000
+            var now = Date(timeIntervalSince1970: TimeInterval(t - 40_000))
+            var memory = try repo.occurrences()
+            for i in 0..<n {
+                now = now.addingTimeInterval(TimeInterval(steps[i]))
+                let (owner, alarm) = (["jen-laptop", "garage", "jen-laptop"][owners[i]], owners[i] == 2 ? 2 : 1)
+                let base = t + Int64(shifts[i]) * 86_400 / 4
+                let plan: KnownPlan? = switch kinds[i] {
+                case 0: nil
+                case 1: KnownPlan(label: "Wake", time: "05:00", occurrences: [base, base + 86_400], targets: [.device("bedroom-pi")])
+                case 2: KnownPlan(label: "Wake", time: "05:00", occurrences: [base, base + 86_400], targets: [.device("kitchen"), .device("bedroom-pi")])
+                case 3: KnownPlan(label: "Early", time: "04:30", occurrences: [base - 1800, base + 86_400 - 1800], targets: [.device("bedroom-pi")])
+                case 4: KnownPlan(label: "Wake", time: "05:00", occurrences: [], targets: [.device("bedroom-pi")])
+                default: KnownPlan(label: "Wake", time: "05:00", occurrences: [base, base, base + 2 * 86_400], targets: [.device("bedroom-pi")])
+                }
+                _ = try repo.applyPlan(owner: owner, alarmID: alarm, plan, now: now)
+                memory = KnownOccurrence.applying(plan, owner: owner, alarmID: alarm, at: now, to: memory)
+                let stored = try repo.occurrences()
+                #expect(stored == memory, "step \(i): kind \(kinds[i]) of \(owner)/\(alarm) at \(now)")
+                memory = stored
+            }
+        }
+    }
+
+    @Test("a past occurrence stays as planned; a coming one planned again as it was keeps when it was first held; a withdrawn plan keeps only the past")
+    func boundaries() {
+        let t: Int64 = 1_800_000_000
+        let plan = KnownPlan(label: "Wake", time: "05:00", occurrences: [t, t + 86_400], targets: [.device("bedroom-pi")])
+        let first = Date(timeIntervalSince1970: TimeInterval(t - 600))
+        let held = KnownOccurrence.applying(plan, owner: "jen-laptop", alarmID: 1, at: first, to: [])
+        #expect(held.map(\.key.at) == [t, t + 86_400] && held.allSatisfy { $0.heldAt == first })
+        // At exactly t the occurrence at t is under way (kept as planned, whatever the new plan says); one second before, it is replaced.
+        var changed = plan
+        changed.targets = [.device("kitchen")]
+        let atT = KnownOccurrence.applying(changed, owner: "jen-laptop", alarmID: 1, at: Date(timeIntervalSince1970: TimeInterval(t)), to: held)
+        #expect(atT.first?.targets == [.device("bedroom-pi")] && atT.last?.targets == [.device("kitchen")])
+        let before = KnownOccurrence.applying(changed, owner: "jen-laptop", alarmID: 1, at: Date(timeIntervalSince1970: TimeInterval(t - 1)), to: held)
+        #expect(before.map(\.targets) == [[.device("kitchen")], [.device("kitchen")]])
+        let again = KnownOccurrence.applying(plan, owner: "jen-laptop", alarmID: 1, at: first.addingTimeInterval(60), to: held)
+        #expect(again.map(\.heldAt) == [first, first])
+        let withdrawn = KnownOccurrence.applying(nil, owner: "jen-laptop", alarmID: 1, at: Date(timeIntervalSince1970: TimeInterval(t)), to: held)
+        #expect(withdrawn.map(\.key.at) == [t])
+        let other = KnownOccurrence.applying(nil, owner: "garage", alarmID: 1, at: first, to: held)
+        #expect(other == held, "another owner's withdrawal leaves this one's plan")
     }
 }

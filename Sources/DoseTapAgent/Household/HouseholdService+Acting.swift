@@ -35,28 +35,28 @@ extension HouseholdService {
                     logOnce("call|\(number)", "not calling \(target.displayName) for \(occurrence.key.owner): not in phone.household_numbers")
                     return
                 }
-                let before = try repository.slots()[slot]
-                guard try repository.mark(slot, .sent, expecting: before == .claimed ? .claimed : nil, at: now) else { return }
+                let before = try slots()[slot]
+                guard try markOrKeep(slot, .sent, expecting: before == .claimed ? .claimed : nil, at: now) else { return }
                 let claim = ClaimMessage(by: identity.device, at: Int64(now.timeIntervalSince1970.rounded(.down)), state: .claimed)
                 publish(.claim(slot), HouseholdMessage.encode(claim), retain: true)
                 send(slot, occurrence: occurrence, target: target)
             case .claim(let slot):
                 guard state.withLock({ $0.connected }) else { return }
-                guard try repository.mark(slot, .claimed, expecting: nil, at: now) else { return }
+                guard try markOrKeep(slot, .claimed, expecting: nil, at: now) else { return }
                 let claim = ClaimMessage(by: identity.device, at: Int64(now.timeIntervalSince1970.rounded(.down)), state: .claimed)
                 logger.notice("claiming a backup of an owner that is gone", metadata: ["slot": "\(slot)"])
                 publish(.claim(slot), HouseholdMessage.encode(claim), retain: true)
             case .missed(let slot):
-                let before = try repository.slots()[slot]
-                guard try repository.mark(slot, .missed, expecting: before == .claimed ? .claimed : nil, at: now) else { return }
+                let before = try slots()[slot]
+                guard try markOrKeep(slot, .missed, expecting: before == .claimed ? .claimed : nil, at: now) else { return }
                 logger.warning("a backup slot passed while this agent could not act: not fired late", metadata: ["slot": "\(slot)"])
             case .capped(let slot, let occurrence, let target):
-                guard try repository.mark(slot, .capped, expecting: nil, at: now) else { return }
+                guard try markOrKeep(slot, .capped, expecting: nil, at: now) else { return }
                 logOnce("capped|\(occurrence.key.owner)",
                         "not sending a \(target.kind) for \(occurrence.key.owner)'s alarm: at most \(HouseholdCascade.sendsPerOccurrence) pushes and calls per occurrence and \(HouseholdCascade.sendsPerOwnerHour) within an hour for one owner",
                         metadata: ["slot": "\(slot)"])
             case .allTried(let slot, let occurrence):
-                guard try repository.mark(slot, .announced, expecting: nil, at: now) else { return }
+                guard try markOrKeep(slot, .announced, expecting: nil, at: now) else { return }
                 let time = occurrence.time
                 let title = "All backups tried for \(DisplayText.escaped(occurrence.label, maxLength: 80)) at \(time)"
                 let body = "Nobody pressed Stop on \(occurrence.key.owner)'s alarm: every backup (\(occurrence.targets.count)) was tried."
@@ -67,6 +67,29 @@ extension HouseholdService {
         } catch {
             logger.error("cannot record a household slot", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// The slots' outcomes: the store's, with the marks it could not take yet over them.
+    func slots() throws -> [SlotKey: SlotOutcome] {
+        var slots = try repository.slots()
+        for mark in state.withLock({ $0.keptMarks }) { slots[mark.slot] = mark.outcome }
+        return slots
+    }
+
+    /// Marks `slot` as `HouseholdRepository.mark` does (only when its outcome is `expecting` now; nil: the slot is new),
+    /// in the store, or — when the store cannot take it (#51) — in memory, written later in order. Returns whether it
+    /// was marked.
+    func markOrKeep(_ slot: SlotKey, _ outcome: SlotOutcome, expecting: SlotOutcome?, detail: String? = nil, at now: Date) throws -> Bool {
+        if state.withLock({ $0.keptMarks.isEmpty }) {
+            do {
+                return try repository.mark(slot, outcome, expecting: expecting, detail: detail, at: now, patience: .brief)
+            } catch let error as StoreError where error.cause != nil {
+                health.failed(error, doing: "marking a household slot (acted on now, written later)", at: now)
+            }
+        }
+        guard try slots()[slot] == expecting else { return false }
+        state.withLock { $0.keptMarks.append(KeptMark(slot: slot, outcome: outcome, expecting: expecting, detail: detail, at: now)) }
+        return true
     }
 
     private func send(_ slot: SlotKey, occurrence: KnownOccurrence, target: BackupTarget) {
@@ -86,7 +109,7 @@ extension HouseholdService {
                 self.publish(.claim(slot), HouseholdMessage.encode(ClaimMessage(by: self.identity.device, at: Int64(now.timeIntervalSince1970), state: .sent)),
                              retain: true)
             case .failed(let reason, let refused):
-                _ = try? self.repository.mark(slot, .failed, expecting: .sent, detail: reason, at: now)
+                _ = try? self.markOrKeep(slot, .failed, expecting: .sent, detail: reason, at: now)
                 logger.error("backup \(what) failed: \(reason)", metadata: ["slot": "\(slot)"])
                 self.publish(.claim(slot), HouseholdMessage.encode(ClaimMessage(by: self.identity.device, at: Int64(now.timeIntervalSince1970), state: .failed)),
                              retain: true)

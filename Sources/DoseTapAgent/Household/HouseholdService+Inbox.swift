@@ -73,12 +73,13 @@ extension HouseholdService {
                 }
                 plan = kept
             }
+            let said: [String: Logger.MetadataValue] = [
+                "owner": "\(owner)", "alarm": "\(alarmID)", "occurrences": "\(plan?.occurrences.count ?? 0)",
+                "targets": "\(plan?.targets.map(\.description).joined(separator: ",") ?? "withdrawn")",
+            ]
             do {
-                if try repository.applyPlan(owner: owner, alarmID: alarmID, plan, now: now) {
-                    logger.info("household plan", metadata: [
-                        "owner": "\(owner)", "alarm": "\(alarmID)", "occurrences": "\(plan?.occurrences.count ?? 0)",
-                        "targets": "\(plan?.targets.map(\.description).joined(separator: ",") ?? "withdrawn")",
-                    ])
+                if try writeOrKeep(plan, owner: owner, alarmID: alarmID, at: now, doing: "keeping a household plan (followed now, written later)") {
+                    logger.info("household plan", metadata: said)
                 }
             } catch {
                 logger.error("cannot keep a household plan", metadata: ["error": "\(error)"])
@@ -103,7 +104,7 @@ extension HouseholdService {
             if verdict != .accepted {
                 state.withLock { _ = $0.refusedAnswers.insert(answer) }
                 // Kept in the store too: a restart of this agent does not make it new (#51 finding 5).
-                do { try repository.refuse(answer, at: now) } catch { health.failed(error, doing: "remembering a household answer judged forged", at: now) }
+                do { try repository.refuse(answer, at: now, patience: .brief) } catch { health.failed(error, doing: "remembering a household answer judged forged", at: now) }
             }
             switch verdict {
             case .accepted:
@@ -127,7 +128,7 @@ extension HouseholdService {
             // Kept on this clock: a Stop from a device whose clock is ahead counts now (#51 finding 8).
             let answer = HouseholdInbox.onThisClock(answer, clockOffsets: offsets)
             do {
-                if try repository.record(answer) {
+                if try recordOrKeep(answer, at: now) {
                     logger.notice("household \(answer.kind.rawValue)", metadata: [
                         "occurrence": "\(answer.key)", "by": "\(answer.by)", "target": "\(answer.target.map(String.init) ?? "primary")",
                     ])
@@ -150,13 +151,29 @@ extension HouseholdService {
         }
     }
 
+    /// Records an answer heard from the household, or — when the store cannot take it (#51) — keeps it in memory,
+    /// acted on now (the owner's alarm stops, the cascade reads it) and written later. Returns whether it is new.
+    private func recordOrKeep(_ answer: CascadeAnswer, at now: Date) throws -> Bool {
+        do {
+            return try repository.record(answer, patience: .brief)
+        } catch let error as StoreError where error.cause != nil {
+            health.failed(error, doing: "keeping a household answer (acted on now, written later)", at: now)
+            if try repository.answers().contains(answer) { return false }
+            return state.withLock { s in
+                guard !s.keptAnswers.contains(answer) else { return false }
+                s.keptAnswers.append(answer)
+                return true
+            }
+        }
+    }
+
     /// When `device` was forgotten (`household forget`), or nil.
     private func forgottenSince(_ device: String) -> Date? {
         (try? repository.forgotten())?[device]
     }
 
     private func known(_ key: OccurrenceKey) -> KnownOccurrence? {
-        (try? repository.occurrences())?.first { $0.key == key }
+        (try? occurrences())?.first { $0.key == key }
     }
 
     private func member(_ device: String, of occurrence: KnownOccurrence) -> Bool {

@@ -15,7 +15,7 @@ extension HouseholdService {
     /// of the primary pauses it nine minutes).
     func primaryEnded(_ ring: AlarmRing) {
         guard ring.outcome == .stopped || ring.outcome == .snoozed, ring.endedBy != .household else { return }
-        guard let occurrences = try? repository.occurrences() else { return }
+        guard let occurrences = try? occurrences() else { return }
         let due = Int64(ring.dueAt.timeIntervalSince1970.rounded(.down))
         guard let occurrence = occurrences.filter({
             $0.key.owner == identity.device && $0.key.alarmID == ring.alarmID && $0.key.at <= due && due - $0.key.at < 86_400
@@ -62,7 +62,8 @@ extension HouseholdService {
             let before = published[id] ?? nil
             guard republish || plan != before || published[id] == nil else { continue }
             do {
-                try repository.applyPlan(owner: identity.device, alarmID: id, plans[id]?.known, now: now)
+                try writeOrKeep(plans[id]?.known, owner: identity.device, alarmID: id, at: now,
+                                doing: "keeping our household plan (published now, written later)")
             } catch {
                 logger.error("cannot keep our household plan", metadata: ["error": "\(error)"])
             }
@@ -91,6 +92,42 @@ extension HouseholdService {
         for (slot, claim) in state.withLock({ $0.claims }) where claim.by == identity.device {
             publish(.claim(slot), HouseholdMessage.encode(ClaimMessage(by: claim.by, at: claim.at, state: claim.state)), retain: true)
         }
+    }
+
+    // MARK: Plans kept in memory (#51)
+
+    /// The occurrences this agent knows: the store's, with the plans it could not take yet applied in order.
+    public func occurrences() throws -> [KnownOccurrence] {
+        let stored = try repository.occurrences()
+        return state.withLock { $0.keptPlans }.reduce(stored) {
+            KnownOccurrence.applying($1.plan, owner: $1.owner, alarmID: $1.alarmID, at: $1.at, to: $0)
+        }
+    }
+
+    /// Takes `plan` in the store, or — when the store cannot take it (locked, full, read-only) — in memory, written
+    /// later in order by `writeKept`. Returns whether what this agent knows changed. Throws only what is not the
+    /// store's trouble (a plan that cannot be read back).
+    @discardableResult
+    func writeOrKeep(_ plan: KnownPlan?, owner: String, alarmID: Int, at now: Date, doing: String) throws -> Bool {
+        if state.withLock({ $0.keptPlans.isEmpty }) {
+            do {
+                return try repository.applyPlan(owner: owner, alarmID: alarmID, plan, now: now, patience: .brief)
+            } catch let error as StoreError where error.cause != nil {
+                health.failed(error, doing: doing, at: now)
+            }
+        }
+        // Kept after those already kept (a plan written before them would be undone by them when they are written).
+        let before = try occurrences()
+        let dropped = state.withLock { s -> Bool in
+            s.keptPlans.append(KeptPlan(owner: owner, alarmID: alarmID, plan: plan, at: now))
+            guard s.keptPlans.count > Self.keptPlansLimit else { return false }
+            s.keptPlans.removeFirst(s.keptPlans.count - Self.keptPlansLimit)
+            return true
+        }
+        if dropped {
+            logOnce("kept-plans", "more household plans than can be kept in memory while the data cannot be written: the oldest are forgotten")
+        }
+        return try occurrences() != before
     }
 
     func heartbeat(now: Date, wake: inout [Date]) {

@@ -38,6 +38,32 @@ extension HouseholdService {
     func writeKept(now: Date) -> Date? {
         let repository = self.repository
         var wrote = false
+        // On the store's back-off, not at every pass (a pass comes with every message from the broker); at once when
+        // the store is known to be well again.
+        if let retry = state.withLock({ $0.keptRetryAt }), retry > now, health.problem != nil { return retry }
+        func failed(_ error: any Error, doing: String) -> Date {
+            let retry = health.failed(error, doing: doing, at: now)
+            state.withLock { $0.keptRetryAt = retry }
+            return retry
+        }
+        while let kept = state.withLock({ $0.keptPlans.first }) {
+            do {
+                try repository.applyPlan(owner: kept.owner, alarmID: kept.alarmID, kept.plan, now: kept.at, patience: .brief)
+                state.withLock { if $0.keptPlans.first == kept { $0.keptPlans.removeFirst() } }
+                wrote = true
+            } catch {
+                return failed(error, doing: "writing a household plan kept in memory")
+            }
+        }
+        while let kept = state.withLock({ $0.keptMarks.first }) {
+            do {
+                _ = try repository.mark(kept.slot, kept.outcome, expecting: kept.expecting, detail: kept.detail, at: kept.at, patience: .brief)
+                state.withLock { if $0.keptMarks.first == kept { $0.keptMarks.removeFirst() } }
+                wrote = true
+            } catch {
+                return failed(error, doing: "writing a household slot kept in memory")
+            }
+        }
         while let ring = state.withLock({ $0.keptRings.first }) {
             do {
                 var id = ring.id
@@ -60,7 +86,7 @@ extension HouseholdService {
                 state.withLock { _ = $0.keptRings.removeFirst() }
                 wrote = true
             } catch {
-                return health.failed(error, doing: "writing a backup ring kept in memory", at: now)
+                return failed(error, doing: "writing a backup ring kept in memory")
             }
         }
         while let answer = state.withLock({ $0.keptAnswers.first }) {
@@ -69,12 +95,13 @@ extension HouseholdService {
                 state.withLock { _ = $0.keptAnswers.removeFirst() }
                 wrote = true
             } catch {
-                return health.failed(error, doing: "writing a household answer kept in memory", at: now)
+                return failed(error, doing: "writing a household answer kept in memory")
             }
         }
+        state.withLock { $0.keptRetryAt = nil }
         if wrote {
             health.succeeded()
-            logger.notice("the backup rings and answers kept in memory are saved")
+            logger.notice("the household's plans, backup rings and answers kept in memory are saved")
         }
         return nil
     }
@@ -138,16 +165,16 @@ extension HouseholdService {
         }
         // Ended here, its end not yet written (#51): not a ring to resume.
         if state.withLock({ $0.keptRings.contains { $0.id == row.id && $0.outcome != .ringing } }) { return nil }
-        if try repository.answers().contains(where: { $0.key == row.slot.occurrence && $0.kind == .stop }) {
-            _ = try repository.endRing(id: row.id, outcome: .stopped, by: .household, at: now)
+        // A Stop heard while the store could not take it counts too (#51).
+        let answers = try repository.answers() + state.withLock { $0.keptAnswers }
+        if answers.contains(where: { $0.key == row.slot.occurrence && $0.kind == .stop }) {
+            try await endWritten(row, current, .stopped, by: .household, at: now)
             logger.notice("backup alarm stopped by the household", metadata: ["owner": "\(row.slot.occurrence.owner)"])
-            if let current { await end(current) }
             return nil
         }
         guard now < row.givesUpAt else {
-            _ = try repository.endRing(id: row.id, outcome: .missed, by: .timeout, at: now)
+            try await endWritten(row, current, .missed, by: .timeout, at: now)
             logger.warning("backup alarm unanswered for 10 minutes", metadata: ["owner": "\(row.slot.occurrence.owner)"])
-            if let current { await end(current) }
             return nil
         }
         if current == nil {
@@ -155,6 +182,25 @@ extension HouseholdService {
             await begin(row, round: 0)
         }
         return row.givesUpAt
+    }
+
+    /// Ends a ring the store holds as ringing: written, or — the store cannot take it now (#51) — the sound ends all
+    /// the same and its end is kept in memory, written later.
+    private func endWritten(_ row: HouseholdRepository.BackupRing, _ current: BackupRinging?, _ outcome: AlarmRingOutcome,
+                            by ender: AlarmRingEnder, at now: Date) async throws {
+        do {
+            _ = try repository.endRing(id: row.id, outcome: outcome, by: ender, at: now, patience: .brief)
+            if let current { await end(current) }
+        } catch let error as StoreError where error.cause != nil {
+            health.failed(error, doing: "recording the end of a backup alarm (it ends; written later)", at: now)
+            if let current {
+                await end(current, kept: keep(current, outcome, by: ender, at: now))
+            } else {
+                var ended = row
+                (ended.outcome, ended.endedBy, ended.endedAt) = (outcome, ender, now)
+                state.withLock { $0.keptRings.append(ended) }
+            }
+        }
     }
 
     /// The ring held here ended in memory (the store takes its end later); the kept ring.

@@ -52,9 +52,37 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
         /// Backup rings the store could not take yet (#51: the alarm sounds first): one rung but not written (`id` 0),
         /// or one ended here (its outcome set) whose end is not written; written on the store's back-off, in order.
         var keptRings: [HouseholdRepository.BackupRing] = []
-        /// Answers of this device told to the household but not yet written.
+        /// Answers not yet written: this device's, told to the household, and others' heard and acted on (#51).
         var keptAnswers: [CascadeAnswer] = []
+        /// Slots marked (a push or call sent or claimed, a slot missed, "All backups tried") that the store could not
+        /// take yet, in order; the cascade reads them over the store's (#51: a push slot is sent on time too).
+        var keptMarks: [KeptMark] = []
+        /// Plans heard (or published) that the store could not take yet, in the order taken (#51: a backup slot rings
+        /// on time from a plan heard while the store was locked or full); applied to what is read, written in order.
+        var keptPlans: [KeptPlan] = []
+        /// When the kept rings, answers and plans are tried again (the store's back-off); nil: at the next pass.
+        var keptRetryAt: Date?
     }
+
+    /// A plan the store could not take: applied in memory as `HouseholdRepository.applyPlan` would (`KnownOccurrence.applying`).
+    struct KeptPlan: Sendable, Equatable {
+        var owner: String
+        var alarmID: Int
+        var plan: KnownPlan?
+        var at: Date
+    }
+
+    /// A slot's mark the store could not take: written later in order (`HouseholdRepository.mark`).
+    struct KeptMark: Sendable, Equatable {
+        var slot: SlotKey
+        var outcome: SlotOutcome
+        var expecting: SlotOutcome?
+        var detail: String?
+        var at: Date
+    }
+
+    /// At most this many plans are kept in memory (a member sends one per alarm and change); the oldest go first.
+    static let keptPlansLimit = 256
 
     let identity: HouseholdIdentity
     let database: DoseTapDatabase
@@ -222,12 +250,12 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
             }
             // With what is kept in memory: a slot rung but not written is done; an answer told but not written counts.
             let (keptRings, keptAnswers) = state.withLock { ($0.keptRings, $0.keptAnswers) }
-            var done = try repository.slots()
+            var done = try slots()
             for ring in keptRings where ring.id == 0 { done[ring.slot] = .rang }
             var answers = try repository.answers()
             answers += keptAnswers.filter { !answers.contains($0) }
             let view = HouseholdCascade.View(
-                me: identity.device, occurrences: try repository.occurrences(), answers: answers,
+                me: identity.device, occurrences: try occurrences(), answers: answers,
                 done: done, claims: state.withLock { $0.claims },
                 online: state.withLock { $0.peers.online }, departed: state.withLock { $0.peers.departed },
                 callable: delivery.householdNumbers, clockOffsets: state.withLock { $0.peers.clockOffsets })
@@ -240,7 +268,7 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
                 // Tried once an hour whether it worked or not: a store that cannot be written does not stop the cascade.
                 state.withLock { $0.lastPrune = now }
                 do {
-                    try repository.prune(before: now.addingTimeInterval(-HouseholdCascade.retention))
+                    try repository.prune(before: now.addingTimeInterval(-HouseholdCascade.retention), patience: .brief)
                 } catch {
                     health.failed(error, doing: "pruning the household's old slots", at: now)
                 }

@@ -81,6 +81,33 @@ public struct KnownOccurrence: Sendable, Equatable {
     }
 }
 
+extension KnownOccurrence {
+    /// `occurrences` after taking `plan` — `owner`'s alarm `alarmID`, received (or published) at `now` — exactly as
+    /// the store takes it (`HouseholdRepository.applyPlan`): the alarm's occurrences after `now` are replaced by the
+    /// plan's (nil: withdrawn); those at or before `now` are kept as they were planned; a coming occurrence planned
+    /// again as it was keeps when it was first held. The agent applies a plan it could not write (#51: the store
+    /// locked or full) to what it read, so a backup slot rings on time whatever the store does.
+    public static func applying(_ plan: KnownPlan?, owner: String, alarmID: Int, at now: Date,
+                                to occurrences: [KnownOccurrence]) -> [KnownOccurrence] {
+        let cut = Int64(now.timeIntervalSince1970.rounded(.down))
+        func ours(_ o: KnownOccurrence) -> Bool { o.key.owner == owner && o.key.alarmID == alarmID }
+        var held: [Int64: KnownOccurrence] = [:]
+        for o in occurrences where ours(o) && o.key.at > cut { held[o.key.at] = o }
+        var result = occurrences.filter { !ours($0) || $0.key.at <= cut }
+        if let plan {
+            var present = Set(result.filter(ours).map(\.key.at))
+            for at in plan.occurrences where !present.contains(at) {
+                present.insert(at)
+                let before = held[at]
+                let same = before.map { $0.label == plan.label && $0.time == plan.time && $0.targets == plan.targets } ?? false
+                result.append(KnownOccurrence(key: OccurrenceKey(owner: owner, alarmID: alarmID, at: at), label: plan.label,
+                                              time: plan.time, targets: plan.targets, heldAt: (same ? before?.heldAt : nil) ?? now))
+            }
+        }
+        return result.sorted { $0.key < $1.key }
+    }
+}
+
 /// A Stop or a Snooze of an occurrence, from any agent of the household.
 public struct CascadeAnswer: Sendable, Equatable, Hashable {
     public enum Kind: String, Sendable, Codable, CaseIterable { case stop, snooze }
