@@ -229,7 +229,7 @@ public struct HouseholdRepository: Sendable {
     // MARK: Backup alarms ringing here
 
     /// A backup alarm that rang (or rings) on this machine.
-    public struct BackupRing: Sendable, Equatable {
+    public struct BackupRing: Sendable, Equatable, Codable {
         public var id: Int64
         public var slot: SlotKey
         public var label: String

@@ -82,6 +82,63 @@ struct StoreTroubleE2ETests {
         #expect(try await cli.sqlite("SELECT kind FROM reminder_fired") == "dose-window-open\n")
     }
 
+    @Test("restarted while the store is locked: the ring kept in memory rings on, the reminder is not told again, nothing is lost; released, all is written once and the copies are removed")
+    func restartWhileLocked() async throws {
+        let cli = try CLI()
+        let (tz, minute, hhmm) = try arrange(cli, lead: 40)
+        let lock = try HeldWriteLock(database: cli.dataDirectory.appendingPathComponent("dosetap.sqlite").path)
+        defer { lock.release() }
+        let runtime = cli.home.appendingPathComponent("run")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let env = ["XDG_RUNTIME_DIR": runtime.path]
+        @Sendable func copies() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: runtime.appendingPathComponent("dosetap").path)) ?? [])
+                .filter { $0.hasPrefix("kept-") }.sorted()
+        }
+        // The first run rings and tells the reminder, the store locked; then it dies (SIGKILL: no goodbye).
+        let first = LineBuffer()
+        let (exe, argv) = cli.command(["agent"], scenario: nil, fakeTime: nil)
+        let killed = try await Subprocess.run(exe, arguments: Arguments(argv), environment: cli.environment(tz: tz, extra: env),
+                                              input: .none, output: .discarded, error: .sequence) { execution in
+            let reader = Task { for try await line in execution.standardError.strings() { first.append(line) } }
+            #expect(await first.wait(for: "agent ready", timeout: 30) != nil, "\(first.all.joined(separator: "\n"))")
+            try #require(Date() < minute.addingTimeInterval(-1), "the agent started too late to prove anything")
+            #expect(await first.wait(for: "Alarm \(hhmm): ringing", timeout: minute.timeIntervalSinceNow + 15) != nil,
+                    "\(first.all.joined(separator: "\n"))")
+            #expect(await first.wait(for: "Dose window now open", timeout: 5) != nil, "\(first.all.joined(separator: "\n"))")
+            // Each copy is made at the end of the pass that kept it.
+            let deadline = Date().addingTimeInterval(10)
+            while copies().count < 2, Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+            try execution.send(signal: .kill)
+            _ = try? await reader.value
+        }
+        #expect(killed.terminationStatus == .signaled(SIGKILL))
+        #expect(copies().count == 2 && copies().contains { $0.hasPrefix("kept-alarms-") } && copies().contains { $0.hasPrefix("kept-reminders-") },
+                "\(copies())")
+        let mode = try FileManager.default.attributesOfItem(atPath: runtime.appendingPathComponent("dosetap/\(copies()[0])").path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        // The second run, the store still locked: the ring goes on (one ring), the reminder is not told again.
+        let log = try await withAgent(cli, tz: tz, env: env) { log, _ in
+            #expect(await log.wait(for: "the agent restarted while an alarm rang: ringing again", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+            #expect(log.count("rings kept in memory by the agent before it restarted are kept again") == 1, "\(log.all.joined(separator: "\n"))")
+            #expect(log.count("reminders fired before the agent restarted, not yet recorded, are kept again") == 1, "\(log.all.joined(separator: "\n"))")
+            try await Task.sleep(for: .seconds(3))
+            #expect(log.count("Dose window now open") == 0, "the reminder was told again after the restart")
+            let stop = try await cli.run(["alarm", "stop"], tz: tz, env: env)
+            #expect(stop.exitCode == 0 && stop.out.contains("through the running agent"), "\(stop.out) \(stop.err)")
+            lock.release()
+            #expect(await log.wait(for: "the data can be written again", timeout: 60) != nil, "\(log.all.joined(separator: "\n"))")
+            #expect(await log.wait(for: "the alarms' rings kept in memory are saved", timeout: 15) != nil, "\(log.all.joined(separator: "\n"))")
+            let deadline = Date().addingTimeInterval(10)
+            while !copies().isEmpty, Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(copies().isEmpty, "the copies are removed once all is written: \(copies())")
+        }
+        #expect(log.filter { $0.contains("Alarm \(hhmm): ringing") }.count == 1, "one ring, resumed, not a second: \(log.joined(separator: "\n"))")
+        #expect(try await cli.sqlite("SELECT outcome || ' ' || ended_by FROM alarm_ring") == "stopped cli\n")
+        #expect(try await cli.sqlite("SELECT kind FROM reminder_fired") == "dose-window-open\n")
+    }
+
     @Test("the data folder on a full tmpfs: the alarm rings on time, the log says it once, the CPU stays idle, alarm list tells, alarm stop works through the agent; freed, the ring and its Stop are saved; an agent started on the full disk runs and reads")
     func fullDisk() async throws {
         #expect(getuid() == 0, "mounting the test's tmpfs needs root (make test runs as root in CI)")

@@ -155,6 +155,22 @@ extension HouseholdService {
             }
             return kept.givesUpAt
         }
+        // Nothing rings here, but an earlier run kept a ring in memory that was still ringing when it stopped (#51): it
+        // rings again within its ten minutes, as a stored one does; after them it is kept as unanswered.
+        if current == nil, let kept = state.withLock({ s in s.keptRings.last { $0.id == 0 && $0.outcome == .ringing } }) {
+            guard now < kept.givesUpAt else {
+                state.withLock { s in
+                    if let i = s.keptRings.lastIndex(where: { $0.slot == kept.slot && $0.startedAt == kept.startedAt }) {
+                        (s.keptRings[i].outcome, s.keptRings[i].endedBy, s.keptRings[i].endedAt) = (.missed, .timeout, now)
+                    }
+                }
+                logger.warning("backup alarm unanswered for 10 minutes", metadata: ["owner": "\(kept.slot.occurrence.owner)"])
+                return nil
+            }
+            logger.notice("the agent restarted while a backup alarm rang: ringing again")
+            await begin(kept, round: 0)
+            return kept.givesUpAt
+        }
         guard let row = try current.map({ try repository.ring(id: $0.ring.id) }) ?? repository.ringing() else {
             if let current { await end(current) }
             return nil

@@ -64,8 +64,17 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
         var keptRetryAt: Date?
     }
 
+    /// What the household keeps in memory while the store refuses it, as copied for the next start (#51).
+    public struct Kept: Sendable, Equatable, Codable {
+        var rings: [HouseholdRepository.BackupRing]
+        var answers: [CascadeAnswer]
+        var plans: [KeptPlan]
+        var marks: [KeptMark]
+        var isEmpty: Bool { rings.isEmpty && answers.isEmpty && plans.isEmpty && marks.isEmpty }
+    }
+
     /// A plan the store could not take: applied in memory as `HouseholdRepository.applyPlan` would (`KnownOccurrence.applying`).
-    struct KeptPlan: Sendable, Equatable {
+    struct KeptPlan: Sendable, Equatable, Codable {
         var owner: String
         var alarmID: Int
         var plan: KnownPlan?
@@ -73,7 +82,7 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
     }
 
     /// A slot's mark the store could not take: written later in order (`HouseholdRepository.mark`).
-    struct KeptMark: Sendable, Equatable {
+    struct KeptMark: Sendable, Equatable, Codable {
         var slot: SlotKey
         var outcome: SlotOutcome
         var expecting: SlotOutcome?
@@ -99,6 +108,8 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
     let statusFile: AgentStatusFile.Holder?
     private let loop: PlanningLoop
     let state = Mutex(State())
+    /// What is kept in memory, copied where a restart finds it (#51); nil: not copied.
+    let kept: KeptFile<Kept>?
 
     /// - Parameters:
     ///   - ownAlarms: this machine's own alarms, stopped here when the household stopped one elsewhere.
@@ -113,7 +124,9 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
     ///   - broker: the household broker, a configured one refused (shown by `household status`), or nil.
     public init(identity: HouseholdIdentity, database: DoseTapDatabase, broker: Result<any HouseholdBroker, HouseholdLink.Refused>?, delivery: BackupDelivery,
                 ringer: AlarmBell, clock: any Scheduling, logger: Logger, events: EventBus?, databaseChanges: AsyncStream<Void>?,
-                ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?, health: StoreHealth? = nil) {
+                ownAlarms: (any OwnAlarmAnswering)?, statusFile: AgentStatusFile.Holder?, health: StoreHealth? = nil,
+                kept: KeptFile<Kept>? = nil) {
+        self.kept = kept
         self.health = health ?? StoreHealth(folder: database.folder, logger: logger)
         self.identity = identity
         self.database = database
@@ -138,6 +151,12 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
 
     var repository: HouseholdRepository { HouseholdRepository(database: database) }
 
+    /// Copies what is kept in memory where the next start finds it (removed once all is written).
+    func keepCopy() {
+        let now = state.withLock { Kept(rings: $0.keptRings, answers: $0.keptAnswers, plans: $0.keptPlans, marks: $0.keptMarks) }
+        if let problem = kept?.save(now.isEmpty ? nil : now) { logger.warning("\(problem)") }
+    }
+
     /// Look again now.
     public func poke() { loop.poke() }
 
@@ -151,6 +170,21 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
     // MARK: Running
 
     public func run() async throws {
+        // What an earlier run kept in memory and could not write (#51): kept again, followed, written when it can be.
+        let (earlier, problem) = kept?.load() ?? (nil, nil)
+        if let problem { logger.warning("what the household kept before a restart is lost: \(problem)") }
+        if let earlier, !earlier.isEmpty {
+            state.withLock { s in
+                s.keptRings = earlier.rings + s.keptRings
+                s.keptAnswers = earlier.answers + s.keptAnswers.filter { !earlier.answers.contains($0) }
+                s.keptPlans = earlier.plans + s.keptPlans
+                s.keptMarks = earlier.marks + s.keptMarks
+            }
+            logger.notice("what the household kept in memory before the agent restarted is kept again", metadata: [
+                "rings": "\(earlier.rings.count)", "answers": "\(earlier.answers.count)", "plans": "\(earlier.plans.count)",
+                "slots": "\(earlier.marks.count)",
+            ])
+        }
         var tasks: [Task<Void, Never>] = []
         if let link {
             tasks.append(Task { [weak self] in
@@ -187,6 +221,7 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
             }
         }, plan: { await tick() })
         for task in tasks { task.cancel() }
+        keepCopy()
         let (ringing, deliveries) = state.withLock { s in (s.ringing, Array(s.deliveries.values)) }
         for task in deliveries { task.cancel() }
         if let ringing { await ringer.finish(ringing.ringing) }
@@ -278,6 +313,7 @@ public final class HouseholdService: Service, RingHolder, Sendable, CustomString
             // Told as the store's state (#51): one line when it begins, not one per pass; tried again on its back-off.
             wake.append(health.failed(error, doing: "running the household cascade", at: now))
         }
+        keepCopy()
         // A decision acted on may have made the next one due at once (a missed slot, a claim): look again soon.
         return wake.min().map { max($0, now) }
     }

@@ -58,10 +58,16 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
     private let health: StoreHealth
     private let loop: PlanningLoop
     private let state = Mutex(State())
+    /// The rings kept in memory, copied where a restart finds them (#51); nil: not copied.
+    private let kept: KeptFile<[AlarmRing]>?
 
-    /// - Parameter health: where a store that cannot be written is reported (one for the whole agent); its own when nil.
+    /// - Parameters:
+    ///   - health: where a store that cannot be written is reported (one for the whole agent); its own when nil.
+    ///   - kept: where the rings kept in memory are copied for the next start (the runtime directory); nil: nowhere.
     public init(store: DataStore, alarms: AlarmUseCases, ringer: AlarmBell, clock: any Scheduling, logger: Logger,
-                events: EventBus?, databaseChanges: AsyncStream<Void>?, health: StoreHealth? = nil) {
+                events: EventBus?, databaseChanges: AsyncStream<Void>?, health: StoreHealth? = nil,
+                kept: KeptFile<[AlarmRing]>? = nil) {
+        self.kept = kept
         self.store = store
         self.alarms = alarms
         self.ringer = ringer
@@ -93,6 +99,13 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
     }
 
     public func run() async throws {
+        // What an earlier run kept in memory and could not write (#51): kept again, planned on, written when it can be.
+        let (earlier, problem) = kept?.load() ?? (nil, nil)
+        if let problem { logger.warning("the rings kept by an earlier run are lost: \(problem)") }
+        if let earlier, !earlier.isEmpty {
+            state.withLock { s in for ring in earlier { Self.keep(ring, in: &s.unsaved) } }
+            logger.notice("rings kept in memory by the agent before it restarted are kept again", metadata: ["rings": "\(earlier.count)"])
+        }
         // The store can be written again: what was kept in memory is written now, not at the back-off.
         health.whenRecovered { [weak self] in
             self?.state.withLock { $0.retryAt = nil }
@@ -105,10 +118,17 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
             }
         }, plan: { await tick() })
         if let ringing = state.withLock({ $0.ringing }) {
-            // Shutting down while it rings: the sound stops with the agent; the row stays `ringing`, so the next
-            // start (within ten minutes) rings it again.
+            // Shutting down while it rings: the sound stops with the agent; the row (or the ring kept) stays
+            // `ringing`, so the next start (within ten minutes) rings it again.
             await ringer.finish(ringing)
         }
+        keepCopy()
+    }
+
+    /// Copies the rings kept in memory where the next start finds them (removed once none is left).
+    private func keepCopy() {
+        let unsaved = state.withLock { $0.unsaved }
+        if let problem = kept?.save(unsaved.isEmpty ? nil : unsaved) { logger.warning("\(problem)") }
     }
 
     /// Ends the ring in progress here, without the store (`RingAnswers` when the use case could not write the
@@ -132,6 +152,7 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
         guard let (ringing, ring) = answered else { return nil }
         Task { await ringer.finish(ringing) }
         events?.publish(.alarmEnded(ring))
+        keepCopy()
         logger.notice(outcome == .snoozed ? "alarm snoozed; the answer is saved when the data can be written" :
                         "alarm stopped; the answer is saved when the data can be written",
                       metadata: ["alarm": "\(ring.alarmID)", "by": "\(ender.rawValue)"])
@@ -222,6 +243,7 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
         if let retry = state.withLock({ $0.unsaved.isEmpty ? nil : $0.retryAt }) { wake.append(retry) }
         let nextAt = plan.nextAt
         state.withLock { $0.nextAt = nextAt }
+        keepCopy()
         return wake.min()
     }
 
@@ -229,7 +251,10 @@ public final class AlarmService: Service, RingHolder, Sendable, CustomStringConv
     /// have answered), else — the store cannot be read — as this agent holds it. With nothing ringing here, a row
     /// left `ringing` by an agent that stopped while it rang.
     private func lookUp(_ current: AlarmBell.Ringing?, rings: AlarmRingRepository?) -> AlarmRing? {
-        guard let current else { return try? rings?.ringing() }
+        // Nothing ringing here: a row left `ringing`, or a ring an earlier run kept in memory while it rang (#51).
+        guard let current else {
+            return (try? rings?.ringing()) ?? state.withLock { $0.unsaved.last { $0.outcome == .ringing && $0.startedAt != nil } }
+        }
         if let kept = state.withLock({ $0.unsaved.last { $0.occurrence == current.ring.occurrence } }) { return kept }
         guard current.ring.id > 0, let rings else { return current.ring }
         do {

@@ -39,6 +39,8 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     private let events: EventBus?
     private let loop: PlanningLoop
     private let state = Mutex(State())
+    /// The reminders fired but not recorded, copied where a restart finds them (#51); nil: not copied.
+    private let kept: KeptFile<[Reminder: Date]>?
     /// A night closed this long after its close by a running agent is "window_expired"; later (the agent
     /// was not running, or the machine slept), "device_powered_off".
     private let closeTolerance: TimeInterval = 120
@@ -47,7 +49,9 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     ///   - notifier: posts the reminders; told first when a night is scheduled (`Notifier.nightScheduled`).
     ///   - health: where a store that cannot be written is reported (one for the whole agent); its own when nil.
     public init(repository: DoseRepository, clock: any Scheduling, notifier: any Notifier, logger: Logger,
-                databaseChanges: AsyncStream<Void>?, events: EventBus? = nil, health: StoreHealth? = nil) {
+                databaseChanges: AsyncStream<Void>?, events: EventBus? = nil, health: StoreHealth? = nil,
+                kept: KeptFile<[Reminder: Date]>? = nil) {
+        self.kept = kept
         self.events = events
         self.repository = repository
         self.clock = clock
@@ -68,6 +72,16 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
     public var unsavedReminders: Int { state.withLock { $0.unsaved.count } }
 
     public func run() async throws {
+        // Reminders an earlier run fired and could not record (#51): fired, so not fired again; recorded when they can be.
+        let (earlier, problem) = kept?.load() ?? (nil, nil)
+        if let problem { logger.warning("the reminders kept by an earlier run are lost: \(problem)") }
+        if let earlier, !earlier.isEmpty {
+            state.withLock { s in
+                s.unsaved.merge(earlier) { mine, _ in mine }
+                s.firedHere.formUnion(earlier.keys)
+            }
+            logger.notice("reminders fired before the agent restarted, not yet recorded, are kept again", metadata: ["reminders": "\(earlier.count)"])
+        }
         // The store can be written again: the reminders fired meanwhile are recorded now, not at the back-off.
         health.whenRecovered { [weak self] in
             self?.state.withLock { $0.retryAt = nil }
@@ -77,7 +91,18 @@ public final class DoseScheduler: Service, Sendable, CustomStringConvertible {
         await loop.run(databaseChanges: databaseChanges, events: events, replanOn: { event in
             if case .doseRecorded = event { return true }
             return false
-        }, plan: { tick() })
+        }, plan: {
+            let next = tick()
+            keepCopy()
+            return next
+        })
+        keepCopy()
+    }
+
+    /// Copies the reminders fired but not recorded where the next start finds them (removed once none is left).
+    private func keepCopy() {
+        let unsaved = state.withLock { $0.unsaved }
+        if let problem = kept?.save(unsaved.isEmpty ? nil : unsaved) { logger.warning("\(problem)") }
     }
 
     /// One pass: fire what is due, close the night when it is over, and say when to look again. A store that

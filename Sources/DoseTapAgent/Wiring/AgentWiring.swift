@@ -106,7 +106,8 @@ final class AgentWiring: Sendable {
         let ringer = self.ringer
         storeHealth.announce { title, body in await ringer.announce(title: title, body: body) }
         alarms = AlarmService(store: store, alarms: alarmUseCases, ringer: ringer, clock: TimerFDScheduler.shared,
-                              logger: logger, events: events, databaseChanges: watcher?.changes(), health: storeHealth)
+                              logger: logger, events: events, databaseChanges: watcher?.changes(), health: storeHealth,
+                              kept: KeptFile(name: "alarms", database: database.path))
         // The household (#12): backups of our alarms, and the others' backups ringing here.
         let settings = configuration.current
         identity = HouseholdIdentity(name: settings.householdName, device: settings.device)
@@ -120,7 +121,8 @@ final class AgentWiring: Sendable {
             ringer: ringer, clock: TimerFDScheduler.shared, logger: logger, events: events, databaseChanges: watcher?.changes(),
             // This machine's own alarm, stopped by the household: the one use case that ends a ring.
             ownAlarms: RingAnswers(alarms: alarmUseCases, holders: [alarms], logger: ringLogger),
-            statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold(), health: storeHealth)
+            statusFile: try? AgentStatusFile(dataDirectory: paths.dataDirectory, name: HouseholdStatus.fileName).hold(), health: storeHealth,
+            kept: KeptFile(name: "household", database: database.path))
         ringing = RingAnswers(alarms: alarmUseCases, holders: [alarms, household], logger: logger)
         // Usage alerts for every battery (#13): readings in, `usage-alert` out.
         let source = self.source
@@ -169,7 +171,8 @@ final class AgentWiring: Sendable {
                 logger.trace("read back the last sample's pages", metadata: ["kB": "\(kb)", "keptKB": "\(pages.keptKB)"])
             }, health: storeHealth)
         let scheduler = DoseScheduler(repository: doseRepository, clock: TimerFDScheduler.shared, notifier: feedback, logger: logger,
-                                      databaseChanges: watcher?.changes(), events: events, health: storeHealth)
+                                      databaseChanges: watcher?.changes(), events: events, health: storeHealth,
+                                      kept: KeptFile(name: "reminders", database: database.path))
         return [
             // The overnight re-check of every enabled alarm (battery-nudge when an alarm's risk grows).
             .init(service: risk),

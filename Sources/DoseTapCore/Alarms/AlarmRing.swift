@@ -38,7 +38,7 @@ public enum AlarmRingEnder: String, Sendable, Equatable, CaseIterable, Codable {
 }
 
 /// One occurrence of an alarm and what became of it: the ring log (the store's `alarm_ring`).
-public struct AlarmRing: Sendable, Equatable, Identifiable {
+public struct AlarmRing: Sendable, Equatable, Identifiable, Codable {
     public var id: Int64
     public var alarmID: Int
     public var kind: AlarmRingKind

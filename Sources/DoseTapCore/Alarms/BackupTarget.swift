@@ -161,3 +161,18 @@ public enum BackupSchedule {
         targets.enumerated().map { (occurrence.addingTimeInterval(step * Double($0.offset + 1)), $0.element) }
     }
 }
+
+/// Kept as its text (`device:NAME`, `push:URL`, `phone:NUMBER`), read back through `init(parsing:)`.
+extension BackupTarget: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do { self = try BackupTarget(parsing: text) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a backup target: \(error)"))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -40,7 +40,7 @@ public struct SlotKey: Sendable, Equatable, Hashable, Codable, CustomStringConve
 }
 
 /// An alarm's plan as received: label, time, coming occurrences and the ordered backups.
-public struct KnownPlan: Sendable, Equatable {
+public struct KnownPlan: Sendable, Equatable, Codable {
     public var label: String
     public var time: String
     public var occurrences: [Int64]
@@ -109,7 +109,7 @@ extension KnownOccurrence {
 }
 
 /// A Stop or a Snooze of an occurrence, from any agent of the household.
-public struct CascadeAnswer: Sendable, Equatable, Hashable {
+public struct CascadeAnswer: Sendable, Equatable, Hashable, Codable {
     public enum Kind: String, Sendable, Codable, CaseIterable { case stop, snooze }
     public var key: OccurrenceKey
     public var kind: Kind

@@ -19,7 +19,7 @@ public enum ReminderKind: String, Sendable, Equatable, Hashable, Codable, CaseIt
 }
 
 /// One reminder of one night at one instant. A snoozed reminder is a new one (a new `dueAt`).
-public struct Reminder: Sendable, Equatable, Hashable {
+public struct Reminder: Sendable, Equatable, Hashable, Codable {
     public var kind: ReminderKind
     public var sessionID: UUID
     public var dueAt: Date
