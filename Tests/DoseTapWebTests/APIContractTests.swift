@@ -1,3 +1,4 @@
+import DoseTapCore
 @testable import DoseTapWeb
 import Foundation
 import HTTPTypes
@@ -52,6 +53,65 @@ struct APIContractTests {
             var node: Any? = document
             for part in parts { node = (node as? [String: Any])?[part] }
             #expect(reference.hasPrefix("#/") && node != nil, "\(reference) resolves to nothing")
+        }
+    }
+
+    /// A 400 with `{"error": line}` and nothing else, the line naming what was wrong.
+    func refused(_ response: TestResponse, _ words: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(response.status == .badRequest, "\(response.status): \(response.text)", sourceLocation: sourceLocation)
+        let line = response.json["error"] as? String ?? ""
+        #expect(response.json.keys.sorted() == ["error"] && !line.contains("\n") && line.contains(words), "\(response.text)",
+                sourceLocation: sourceLocation)
+    }
+
+    @Test("#51: bodies that break the document are refused in one line and change nothing; null is the same as leaving a field out")
+    func bodiesOutsideTheDocument() async throws {
+        let f = try WebFixture()
+        try await f.application.test(.router) { client in
+            let (cookie, csrf) = try await f.pair(client)
+            func send(_ method: HTTPRequest.Method, _ uri: String, _ body: String?) async throws -> TestResponse {
+                try await client.execute(uri: uri, method: method, headers: headers(cookie, csrf: csrf, json: body != nil),
+                                         body: body.map { ByteBuffer(string: $0) })
+            }
+            let added = try await send(.post, "/api/alarms", #"{"time": "06:30"}"#)
+            #expect(added.status == .ok && added.json["id"] as? Int == 1, "\(added.text)")
+
+            // A PATCH that changes nothing (no body, {}, only nulls) was a 200: refused as `dosetap alarm edit` refuses it.
+            for body in [nil, "{}", #"{"time": null, "enabled": null}"#] {
+                refused(try await send(.patch, "/api/alarms/1", body), "nothing to change: give time, label, repeat or enabled")
+            }
+            let edited = try await send(.patch, "/api/alarms/1", #"{"label": "Work", "time": null}"#)
+            #expect(edited.status == .ok && edited.json["label"] as? String == "Work" && edited.json["time"] as? String == "06:30")
+
+            // The backups: `to` from 1 and a target of at most 300 characters, whatever the action (both passed unread with on).
+            refused(try await send(.post, "/api/alarms/1/backups", #"{"action": "on", "to": 0}"#), "to must be a position from 1")
+            let long = String(repeating: "0", count: 301)
+            refused(try await send(.post, "/api/alarms/1/backups", #"{"action": "on", "target": "\#(long)"}"#), "the target is too long")
+            let backups = try await client.execute(uri: "/api/alarms/1/backups", method: .get, headers: headers(cookie))
+            #expect(backups.status == .ok && backups.json["enabled"] as? Bool == false, "\(backups.text)")
+
+            // reset is true or false ("yes" was read as false).
+            refused(try await send(.post, "/api/alerts/source", #"{"name": "BAT0", "reset": "yes"}"#), "reset must be true or false")
+
+            // seconds is a whole number ("5" was read as 5, null was refused).
+            refused(try await send(.post, "/api/buttons/scan", #"{"seconds": "5"}"#), "seconds must be from 1 to 30")
+            refused(try await send(.post, "/api/buttons/scan", #"{"seconds": 5.5}"#), "seconds must be from 1 to 30")
+            #expect(try await send(.post, "/api/buttons/scan", #"{"seconds": null}"#).status == .ok)
+            #expect(try await send(.post, "/api/buttons/scan", #"{"seconds": 2}"#).status == .ok)
+
+            // Sound and vibration: true or false, not the forms' words; a name is not empty (both were taken as "unchanged").
+            refused(try await send(.post, "/api/feedback", #"{"haptics": "on"}"#), "haptics must be true or false")
+            refused(try await send(.post, "/api/feedback", #"{"quiet": true, "sound": ""}"#), "sound is empty")
+            refused(try await send(.post, "/api/feedback", #"{"quiet": true, "intensity": ""}"#), "intensity is empty")
+            refused(try await send(.patch, "/api/feedback/events/alarm", #"{"chime": "off"}"#), "chime must be true or false")
+            let feedback = try f.settings.feedback()
+            #expect(!feedback.quietMode && feedback.settings.global == GlobalFeedback(), "nothing was changed by a refused body")
+            #expect(try await send(.patch, "/api/feedback/events/alarm", #"{"haptics": "default", "intensity": null}"#).status == .ok)
+            #expect(try await send(.post, "/api/feedback", #"{"haptics": false, "sound": null}"#).status == .ok)
+
+            // late: null is no late confirmation, as leaving it out (it was a 400 while every other field took null).
+            let take = try await send(.post, "/api/dose/take", #"{"late": null}"#)
+            #expect(take.status == .ok && take.json["recorded"] as? Bool == true, "\(take.text)")
         }
     }
 }

@@ -96,7 +96,12 @@ struct AlertsController: DashboardController {
             case let value as Bool: enabled = value ? "on" : "off"
             default: throw WebInputError(.badRequest, "enabled must be true or false")
             }
-            let reset = body["reset"] as? Bool == true
+            let reset: Bool
+            switch body["reset"] {
+            case nil, is NSNull: reset = false
+            case let value as Bool: reset = value
+            default: throw WebInputError(.badRequest, "reset must be true or false")
+            }
             return dashboard.apiAnswer {
                 let view = try alerts.changeSource(name, try WebDashboard.sourceChanges(warning: warning, critical: critical, alerts: enabled, reset: reset))
                 return .object([("name", .string(view.name)), ("warning", .int(view.thresholds.warning)), ("critical", .int(view.thresholds.critical)),
