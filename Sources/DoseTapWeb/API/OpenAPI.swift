@@ -35,7 +35,7 @@ enum OpenAPIDocument {
             "setAside": { "type": "array", "description": "Entries dated in the future, set aside: they decide nothing (POST /api/dose/discard ends the notice).", "items": { "type": "object", "properties": {
               "id": { "type": "string" }, "kind": { "type": "string" }, "at": { "type": "string", "format": "date-time" }, "notice": { "type": "string" } } } } } },
           "AlarmFields": { "type": "object", "properties": {
-            "time": { "type": ["string", "null"], "example": "06:30" }, "label": { "type": ["string", "null"], "maxLength": 64 },
+            "time": { "type": ["string", "null"], "pattern": "^([01]?[0-9]|2[0-3]):[0-5][0-9]$", "example": "06:30" }, "label": { "type": ["string", "null"], "maxLength": 64 },
             "repeat": { "type": ["string", "null"], "description": "once, daily, or days such as mon,wed,fri" }, "enabled": { "type": ["boolean", "null"] } } },
           "Alarm": { "type": "object", "properties": {
             "id": { "type": "integer" }, "time": { "type": "string" }, "label": { "type": "string" }, "repeat": { "type": "string" },
@@ -160,7 +160,7 @@ enum OpenAPIDocument {
           "requestBody": { "required": false, "content": { "application/json": { "schema": { "type": "object", "properties": { "seconds": { "type": ["integer", "null"], "minimum": 1, "maximum": 30, "description": "5 when not given" } } } } } },
           "responses": { "200": { "description": "{candidates}", "content": { "application/json": { "schema": { "type": "object", "required": ["candidates"], "properties": { "candidates": { "type": "array" } } } } } }, "400": { "$ref": "#/components/responses/Bad" }, "401": { "$ref": "#/components/responses/Bad" }, "403": { "$ref": "#/components/responses/Bad" }, "413": { "$ref": "#/components/responses/Bad" }, "429": { "$ref": "#/components/responses/Limited" }, "503": { "$ref": "#/components/responses/Bad" } } } },
         "/api/buttons/{address}": {
-          "parameters": [ { "name": "address", "in": "path", "required": true, "schema": { "type": "string" }, "example": "A4:C1:38:8D:18:B2", "description": "A button's address: six pairs of hex digits; another text is a 400" } ],
+          "parameters": [ { "name": "address", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$|^[0-9A-Fa-f]{2}(-[0-9A-Fa-f]{2}){5}$" }, "example": "A4:C1:38:8D:18:B2", "description": "A button's address: six pairs of hex digits, by colons or by dashes (another text is a 400; so are the all-zero, broadcast and multicast addresses)" } ],
           "patch": { "summary": "Map gestures (dosetap button map): at least one", "security": [ { "session": [], "csrf": [] } ],
             "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "minProperties": 1, "properties": {
               "single": { "enum": ["take", "snooze", "undo", "skip", "none", null] }, "double": { "enum": ["take", "snooze", "undo", "skip", "none", null] }, "hold": { "enum": ["take", "snooze", "undo", "skip", "none", null] }, "noDouble": { "type": ["boolean", "null"] } } } } } },
