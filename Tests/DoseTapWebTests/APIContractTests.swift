@@ -98,6 +98,11 @@ struct APIContractTests {
             refused(try await send(.post, "/api/buttons/scan", #"{"seconds": 5.5}"#), "seconds must be from 1 to 30")
             #expect(try await send(.post, "/api/buttons/scan", #"{"seconds": null}"#).status == .ok)
             #expect(try await send(.post, "/api/buttons/scan", #"{"seconds": 2}"#).status == .ok)
+            // A whole number written with a fraction is the same number in JSON (and JSON Schema's integer): it was a 400.
+            #expect(try await send(.post, "/api/buttons/scan", #"{"seconds": 26.0}"#).status == .ok)
+            refused(try await send(.post, "/api/alerts/thresholds", #"{"warning": 80.5}"#), "warning must be a whole number of percent used")
+            let thresholds = try await send(.post, "/api/alerts/thresholds", #"{"warning": 8.0e1}"#)
+            #expect(thresholds.status == .ok && thresholds.json["warning"] as? Int == 80, "\(thresholds.text)")
 
             // Sound and vibration: true or false, not the forms' words; a name is not empty (both were taken as "unchanged").
             refused(try await send(.post, "/api/feedback", #"{"haptics": "on"}"#), "haptics must be true or false")

@@ -71,11 +71,7 @@ struct AlertsController: DashboardController {
         let zone = dashboard.clock.timeZone
         let body = try await WebDashboard.jsonBody(request)
         func number(_ key: String) throws -> String? {
-            switch body[key] {
-            case nil, is NSNull: return nil
-            case let value as Int: return "\(value)"
-            default: throw WebInputError(.badRequest, "\(key) must be a whole number of percent used")
-            }
+            try WebDashboard.wholeNumber(body, key, "\(key) must be a whole number of percent used").map(String.init)
         }
         let now = dashboard.clock.now()
         switch context.parameters.get("change") {

@@ -209,13 +209,8 @@ struct ButtonsController: DashboardController {
 
     @Sendable func apiScan(_ request: Request, _ context: WebContext) async throws -> Response {
         let body = try await WebDashboard.jsonBody(request)
-        let seconds: Int
-        switch body["seconds"] {
-        case nil, is NSNull: seconds = try WebDashboard.scanSeconds(nil)
         // A whole number only: "5" or 5.5 used to be read as text (#51).
-        case let value as Int: seconds = try WebDashboard.scanSeconds("\(value)")
-        default: throw WebInputError(.badRequest, "seconds must be from 1 to 30")
-        }
+        let seconds = try WebDashboard.scanSeconds(try WebDashboard.wholeNumber(body, "seconds", "seconds must be from 1 to 30").map(String.init))
         return WebDashboard.json(.object([("candidates", .array(try await buttons.scan(seconds).map(\.json)))]))
     }
 

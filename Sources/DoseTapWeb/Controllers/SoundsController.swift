@@ -188,6 +188,17 @@ extension WebDashboard {
         }
     }
 
+    /// A JSON whole number (absent or null: nil), as JSON Schema's integer: `26` or `26.0`, one number in JSON (#51: a
+    /// whole number written with a fraction was refused). Not a string, a fraction or a Boolean: `refusal` says why.
+    static func wholeNumber(_ body: [String: Any], _ key: String, _ refusal: String) throws -> Int? {
+        switch body[key] {
+        case nil, is NSNull: return nil
+        case let value as Int: return value
+        case let value as Double where value.rounded() == value && abs(value) < 1e15: return Int(value)
+        default: throw WebInputError(.badRequest, refusal)
+        }
+    }
+
     /// A JSON string field that names something (a sound, an intensity): absent or null is nil, an empty string is
     /// bad input (in a form an empty field means "unchanged"; a JSON body leaves the key out or sends null).
     static func word(_ body: [String: Any], _ key: String) throws -> String? {
