@@ -195,6 +195,9 @@ step stranger-flood swift_test swift test --skip-build --disable-xctest "${swift
 # The web dashboard in headless Chromium (Selenium, axe-core): pairing, Tonight, live updates, keyboard.
 step web-browser scripts/web-browser-tests.sh
 
+# The API against its own OpenAPI document (#51): Schemathesis (pinned, .venv-schemathesis) on the real agent.
+step api-schema scripts/api-schema-tests.sh
+
 # The real programs that read DoseTap (#27): Home Assistant Core from PyPI over a real mosquitto; waybar on a
 # headless sway and i3blocks under Xvfb (scripts/real-clients-tests.sh).
 step real-clients scripts/real-clients-tests.sh

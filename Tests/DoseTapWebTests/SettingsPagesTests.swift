@@ -124,7 +124,7 @@ struct SoundsPageTests {
             #expect((api.json["plan"] as? [String: Any])?["chime"] as? Bool == false)
             let badHaptics = try await client.execute(uri: "/api/feedback/events/dose-reminder", method: .patch,
                                                       headers: headers(cookie, csrf: csrf, json: true), body: ByteBuffer(string: #"{"haptics": "sideways"}"#))
-            #expect(badHaptics.status == .badRequest && (badHaptics.json["error"] as? String)?.contains("haptics must be on or off") == true)
+            #expect(badHaptics.status == .badRequest && (badHaptics.json["error"] as? String)?.contains(#"haptics must be true, false or "default""#) == true)
             let badType = try await client.execute(uri: "/api/feedback/events/dose-reminder", method: .patch,
                                                    headers: headers(cookie, csrf: csrf, json: true), body: ByteBuffer(string: #"{"sound": 3}"#))
             #expect(badType.status == .badRequest)

@@ -156,6 +156,10 @@ struct AlarmsController: DashboardController {
     @Sendable func apiEdit(_ request: Request, _ context: WebContext) async throws -> Response {
         let fields = try Self.fields(try await WebDashboard.jsonBody(request))
         let alarmID = try Self.id(context)
+        // As `dosetap alarm edit` with no option: a PATCH that changes nothing is refused, not answered 200 (#51).
+        guard fields.time != nil || fields.label != nil || fields.repetition != nil || fields.enabled != nil else {
+            throw WebInputError(.badRequest, "nothing to change: give time, label, repeat or enabled")
+        }
         return dashboard.apiAnswer { try alarms.edit(id: alarmID, fields).json(in: dashboard.clock.timeZone) }
     }
 
@@ -193,14 +197,12 @@ struct AlarmsController: DashboardController {
         guard let household = dashboard.household else { throw HTTPError(.notFound) }
         let alarmID = try Self.id(context)
         let body = try await WebDashboard.jsonBody(request)
-        let to: String?
-        switch body["to"] {
-        case nil, is NSNull: to = nil
-        case let value as Int: to = "\(value)"
-        default: throw WebInputError(.badRequest, "to must be a position from 1")
-        }
-        let change = try WebDashboard.backupChange(try WebDashboard.text(body, "action") ?? "", target: try WebDashboard.text(body, "target"),
-                                                   to: to, confirmed: true)
+        let to = try WebDashboard.wholeNumber(body, "to", "to must be a position from 1")
+        if let to, to < 1 { throw WebInputError(.badRequest, "to must be a position from 1") }
+        let target = try WebDashboard.text(body, "target")
+        // The target's bound holds whatever the action (on and off name none; a long one used to pass unread, #51).
+        if let target, target.count > 300 { throw WebInputError(.badRequest, "the target is too long") }
+        let change = try WebDashboard.backupChange(try WebDashboard.text(body, "action") ?? "", target: target, to: to.map(String.init), confirmed: true)
         return dashboard.apiAnswer {
             try WebDashboard.backupsJSON(try alarms.changeBackups(id: alarmID, change, household: household), alarms: alarms,
                                          timeZone: dashboard.clock.timeZone)

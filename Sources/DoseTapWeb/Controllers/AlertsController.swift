@@ -71,11 +71,7 @@ struct AlertsController: DashboardController {
         let zone = dashboard.clock.timeZone
         let body = try await WebDashboard.jsonBody(request)
         func number(_ key: String) throws -> String? {
-            switch body[key] {
-            case nil, is NSNull: return nil
-            case let value as Int: return "\(value)"
-            default: throw WebInputError(.badRequest, "\(key) must be a whole number of percent used")
-            }
+            try WebDashboard.wholeNumber(body, key, "\(key) must be a whole number of percent used").map(String.init)
         }
         let now = dashboard.clock.now()
         switch context.parameters.get("change") {
@@ -96,7 +92,12 @@ struct AlertsController: DashboardController {
             case let value as Bool: enabled = value ? "on" : "off"
             default: throw WebInputError(.badRequest, "enabled must be true or false")
             }
-            let reset = body["reset"] as? Bool == true
+            let reset: Bool
+            switch body["reset"] {
+            case nil, is NSNull: reset = false
+            case let value as Bool: reset = value
+            default: throw WebInputError(.badRequest, "reset must be true or false")
+            }
             return dashboard.apiAnswer {
                 let view = try alerts.changeSource(name, try WebDashboard.sourceChanges(warning: warning, critical: critical, alerts: enabled, reset: reset))
                 return .object([("name", .string(view.name)), ("warning", .int(view.thresholds.warning)), ("critical", .int(view.thresholds.critical)),

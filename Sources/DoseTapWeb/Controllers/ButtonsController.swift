@@ -209,7 +209,8 @@ struct ButtonsController: DashboardController {
 
     @Sendable func apiScan(_ request: Request, _ context: WebContext) async throws -> Response {
         let body = try await WebDashboard.jsonBody(request)
-        let seconds = try WebDashboard.scanSeconds(body["seconds"].map { "\($0)" })
+        // A whole number only: "5" or 5.5 used to be read as text (#51).
+        let seconds = try WebDashboard.scanSeconds(try WebDashboard.wholeNumber(body, "seconds", "seconds must be from 1 to 30").map(String.init))
         return WebDashboard.json(.object([("candidates", .array(try await buttons.scan(seconds).map(\.json)))]))
     }
 

@@ -115,8 +115,8 @@ struct SoundsController: DashboardController {
     @Sendable func apiChange(_ request: Request, _ context: WebContext) async throws -> Response {
         let settings = sounds.settings
         let body = try await WebDashboard.jsonBody(request)
-        let change = try WebDashboard.globalChange(sound: try WebDashboard.text(body, "sound"), haptics: try WebDashboard.onOff(body, "haptics"),
-                                                   intensity: try WebDashboard.text(body, "intensity"), quiet: try WebDashboard.onOff(body, "quiet"))
+        let change = try WebDashboard.globalChange(sound: try WebDashboard.word(body, "sound"), haptics: try WebDashboard.flag(body, "haptics"),
+                                                   intensity: try WebDashboard.word(body, "intensity"), quiet: try WebDashboard.flag(body, "quiet"))
         return dashboard.apiAnswer {
             try settings.changeFeedback(change)
             return try settings.feedback().json
@@ -127,8 +127,8 @@ struct SoundsController: DashboardController {
         let settings = sounds.settings
         let event = try WebDashboard.event(context.parameters.get("event") ?? "")
         let body = try await WebDashboard.jsonBody(request)
-        let change = try WebDashboard.eventChange(chime: try WebDashboard.onOff(body, "chime"), sound: try WebDashboard.text(body, "sound"),
-                                                  haptics: try WebDashboard.onOff(body, "haptics"), intensity: try WebDashboard.text(body, "intensity"))
+        let change = try WebDashboard.eventChange(chime: try WebDashboard.flag(body, "chime"), sound: try WebDashboard.word(body, "sound"),
+                                                  haptics: try WebDashboard.flag(body, "haptics", orDefault: true), intensity: try WebDashboard.word(body, "intensity"))
         return dashboard.apiAnswer {
             let pending = try settings.changeEvent(event, change)
             return .object([("event", .string(event.rawValue)), ("settings", try settings.feedback().settings.event(event).json),
@@ -188,13 +188,33 @@ extension WebDashboard {
         }
     }
 
-    /// A JSON on/off field: true/false, or "on"/"off"/"default" as the forms send it.
-    static func onOff(_ body: [String: Any], _ key: String) throws -> String? {
+    /// A JSON whole number (absent or null: nil), as JSON Schema's integer: `26` or `26.0`, one number in JSON (#51: a
+    /// whole number written with a fraction was refused). Not a string, a fraction or a Boolean: `refusal` says why.
+    static func wholeNumber(_ body: [String: Any], _ key: String, _ refusal: String) throws -> Int? {
+        switch body[key] {
+        case nil, is NSNull: return nil
+        case let value as Int: return value
+        case let value as Double where value.rounded() == value && abs(value) < 1e15: return Int(value)
+        default: throw WebInputError(.badRequest, refusal)
+        }
+    }
+
+    /// A JSON string field that names something (a sound, an intensity): absent or null is nil, an empty string is
+    /// bad input (in a form an empty field means "unchanged"; a JSON body leaves the key out or sends null).
+    static func word(_ body: [String: Any], _ key: String) throws -> String? {
+        guard let value = try text(body, key) else { return nil }
+        guard !value.isEmpty else { throw WebInputError(.badRequest, "\(key) is empty: leave it out to keep it as it is") }
+        return value
+    }
+
+    /// A JSON on/off field: true or false (absent or null: nil), as the form's "on"/"off"; with `orDefault`, also
+    /// "default" (Use global default). Any other value is bad input: the forms' words are not the API's (#51).
+    static func flag(_ body: [String: Any], _ key: String, orDefault: Bool = false) throws -> String? {
         switch body[key] {
         case nil, is NSNull: return nil
         case let value as Bool: return value ? "on" : "off"
-        case let value as String: return value
-        default: throw WebInputError(.badRequest, "\(key) must be true, false or \"default\"")
+        case let value as String where orDefault && value == "default": return value
+        default: throw WebInputError(.badRequest, orDefault ? "\(key) must be true, false or \"default\"" : "\(key) must be true or false")
         }
     }
 

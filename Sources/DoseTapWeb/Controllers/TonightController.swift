@@ -79,7 +79,7 @@ struct TonightController: DashboardController {
         let body = try await WebDashboard.jsonBody(request)
         let late: Bool
         switch body["late"] {
-        case nil: late = false
+        case nil, is NSNull: late = false
         case let value as Bool: late = value
         default: throw WebInputError(.badRequest, "late must be true or false")
         }
