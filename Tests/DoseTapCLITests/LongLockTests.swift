@@ -26,23 +26,12 @@ struct LongLockTests {
         return Int(line[range].dropFirst("lateMs=".count))
     }
 
-    func config(_ device: String, port: Int) -> String {
-        """
-        [household]
-        name = "Jen's family"
-        device = "\(device)"
-
-        [mqtt]
-        url = "mqtt://127.0.0.1:\(port)"
-        """
-    }
-
     @Test("both stores locked 11 minutes: the alarm, the reminder and the backup slot ring within a second; the backup's Stop stops the owner; no storm; all written once released")
     func elevenMinutes() async throws {
         try await PrivateBroker.run { broker in
             let owner = try CLI(), bedroom = try CLI()
-            try owner.writeConfig(config("jen-laptop", port: broker.port))
-            try bedroom.writeConfig(config("bedroom-pi", port: broker.port))
+            try owner.writeConfig(HouseholdAgentTests().config("jen-laptop", port: broker.port))
+            try bedroom.writeConfig(HouseholdAgentTests().config("bedroom-pi", port: broker.port))
             let (tz, zone, firstMinute) = AlarmAgentTests.zone(lead: 30)
             var minute = firstMinute
             while minute.timeIntervalSinceNow < 90 { minute = minute.addingTimeInterval(60) }
