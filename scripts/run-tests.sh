@@ -236,7 +236,8 @@ step test-deb scripts/test-deb.sh "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg 
 
 # The real machine (#28): the same package installed with dpkg in a Debian bookworm guest under qemu (TCG; the
 # image made from Debian's packages once and cached), used as shipped by a lingering user, the guest suspended by
-# logind and woken by the alarm's wake-up (scripts/test-vm.sh, docs/packaging.md "The VM tier").
+# logind and woken by the alarm's wake-up, and put to sleep by the sleep guard at an alarm's deadline
+# (scripts/test-vm.sh, docs/packaging.md "The VM tier").
 step vm scripts/test-vm.sh --deb "dist/dosetap_$(tr -d ' \n' < VERSION)_$(dpkg --print-architecture).deb"
 step long-lock long_lock_wait
 

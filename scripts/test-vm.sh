@@ -4,10 +4,11 @@
 # suspended and woken. Each test is a guest script in hw-fixtures/vm/tests/ run as root; tests joined with a comma
 # run one after the other in one boot (a boot costs 25-75 s). The host follows each run's output and acts on what
 # the guest asks of it over QMP (hw-fixtures/vm/vmhost.py watch): "self-wake" (the guest must be seen suspended,
-# then running again with no system_wakeup sent) or "wake-at" (it must stay suspended until then; the host wakes it).
+# then running again with no system_wakeup sent), "wake-at" (it must stay suspended until then; the host wakes it) or
+# "self-wake-jump" (as self-wake, the guest's RTC moved ahead while it sleeps, to a moment hours later).
 #
 #   scripts/test-vm.sh [--arch amd64|arm64] [--deb FILE] [TESTS...]
-#       TESTS: e.g. dose, or devices,wake (default: devices,wake,dose and missed,purge: two boots; with --arch arm64,
+#       TESTS: e.g. dose, or devices,wake (default: devices,wake,dose and missed,guard,purge: two boots; with --arch arm64,
 #       pi: one boot of a trixie arm64 guest, qemu virt, with dist/dosetap_VERSION_arm64.deb)
 #
 # wake:    dpkg -i enables the wake helper's socket; systemctl --user enable --now dosetap; an alarm 2 minutes out
@@ -25,6 +26,13 @@
 #          two alarms 11 minutes apart; suspended across the first, the guest stays asleep until the host wakes it
 #          40 s after, its RTC moved 11 minutes ahead meanwhile (--host-clock): the first, missed by over 10
 #          minutes, is recorded and announced, never rung; the second, missed by 40 s, rings at once.
+# guard:   the sleep guard (#52) as shipped: tester logged in on tty1 (agetty --autologin, set up at run time), so
+#          polkit lets the agent (in tester's user manager, in no session) suspend: CanSuspend "challenge" before,
+#          "yes" after; tty1 untouched for 40 minutes (its access time set back): logind says every session idle; an
+#          alarm about 5.5 hours out whose deadline (the battery static at 40 %) is 25 s away; at the deadline the nudge
+#          again, "Going to sleep to keep the HH:MM alarm: battery 40 %" shown, and logind suspends the guest (the test
+#          never asks); the host moves its RTC ahead to 45 s before the alarm (--host-clock) and the guest wakes by
+#          itself; the alarm rings within a second of its minute; alarm stop ends it; tester logs out.
 # purge:   systemd-analyze security --user dosetap at or below its exposure; apt purge leaves nothing behind.
 # pi:      (arm64) the cross-built package installs with its computed Depends and runs; the vibra rule tags a
 #          gpio-vibrator motor (a real vibra driver, in the guest's device tree); the agent starts as shipped and
@@ -44,7 +52,7 @@ while (($#)); do
 done
 case $arch in
   # A laptop's battery in the guest's ACPI tables (qemu's pc has none): the kernel's own acpi battery driver reads it.
-  amd64) ((${#runs[@]})) || runs=("devices,wake,dose" "missed,purge"); export VM_ACPI_EXTRA=$PWD/hw-fixtures/vm/amd64/battery.asl ;;
+  amd64) ((${#runs[@]})) || runs=("devices,wake,dose" "missed,guard,purge"); export VM_ACPI_EXTRA=$PWD/hw-fixtures/vm/amd64/battery.asl ;;
   # The Raspberry Pi's package (#31) on a trixie arm64 guest (qemu virt), with a gpio-vibrator motor in its tree.
   arm64) ((${#runs[@]})) || runs=(pi); export VM_DT_EXTRA=$PWD/hw-fixtures/vm/arm64/vibrator.dtsi ;;
   *) echo "test-vm: --arch is amd64 or arm64" >&2; exit 64 ;;
@@ -71,10 +79,10 @@ for run in "${runs[@]}"; do
   start=$SECONDS
   command="set -e"
   for test in "${tests[@]}"; do command+="; echo 'vm-test: --- $test'; bash /opt/payload/$test.sh"; done
-  # The missed test moves the guest's RTC ahead while it sleeps (vm.sh --host-clock: qemu under libfaketime, "+0"
-  # until then); the other boots run qemu as it is.
+  # The missed and guard tests move the guest's RTC ahead while it sleeps (vm.sh --host-clock: qemu under
+  # libfaketime, "+0" until then); the other boots run qemu as it is.
   run_clock=() watch_clock=()
-  if [[ ,$run, == *,missed,* ]]; then
+  if [[ ,$run, == *,missed,* || ,$run, == *,guard,* ]]; then
     echo "+0" > "$work/$name.clock"
     run_clock=(--host-clock "$work/$name.clock") watch_clock=("$work/$name.clock")
   fi

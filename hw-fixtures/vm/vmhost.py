@@ -207,7 +207,12 @@ def watch(args):
        vm-host: wake-at NAME EPOCH [+S]   the guest is about to be suspended and cannot wake itself: QMP must
                                       show "suspended" until EPOCH (host clock), then the host sends system_wakeup;
                                       with +S, the guest's RTC is moved S seconds ahead while it sleeps (the run's
-                                      --host-clock file, argv[3]: the guest then has slept S seconds longer).
+                                      --host-clock file, argv[3]: the guest then has slept S seconds longer);
+       vm-host: self-wake-jump NAME EPOCH   the guest is about to suspend itself and must wake by itself for a
+                                      moment hours ahead: QMP must show "suspended"; then the host moves the
+                                      guest's RTC ahead (the --host-clock file) until it reads EPOCH (guest clock,
+                                      the host's plus the file's offset) and QMP must show "running" again, with no
+                                      system_wakeup sent (the guest's own RTC alarm woke it).
     Prints one line per request ("watch: ok: …" or "watch: FAIL: …") and exits, when the run's output says it
     ended (or after argv[2] seconds, default 1800), with the number of failures."""
     path, sock = args[0], args[1]
@@ -269,6 +274,28 @@ def watch(args):
                                      "running again without a system_wakeup")
                     else:
                         report(False, f"{name}: the guest did not wake by itself within 400 s")
+                elif words[1] == "self-wake-jump":
+                    name, when = words[2], float(words[3])
+                    if clock_file is None:
+                        report(False, f"{name}: cannot move the guest's clock: the run has no --host-clock file")
+                        continue
+                    if not until("suspended", 600):
+                        report(False, f"{name}: the guest was never suspended (QMP)")
+                        continue
+                    at = time.monotonic()
+                    with open(clock_file) as f:
+                        now = int(f.read().strip().lstrip("+") or 0)
+                    seconds = int(when - (time.time() + now))
+                    if not 0 < seconds <= 86400:
+                        report(False, f"{name}: cannot move the guest's clock to {when:.0f}: {seconds} s from its clock now")
+                        continue
+                    with open(clock_file, "w") as f:
+                        f.write(f"+{now + seconds}\n")
+                    if until("running", 400):
+                        report(True, f"{name}: the host saw the guest suspended for {time.monotonic() - at:.0f} s (its RTC "
+                                     f"moved {seconds} s ahead meanwhile) and running again without a system_wakeup")
+                    else:
+                        report(False, f"{name}: the guest did not wake by itself within 400 s of its RTC moved {seconds} s ahead")
                 elif words[1] == "wake-at":
                     name, when = words[2], float(words[3])
                     if not until("suspended", 600):

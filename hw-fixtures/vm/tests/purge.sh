@@ -1,6 +1,6 @@
 #!/bin/bash
-# The VM tier's install-and-purge test (#28), run as root in the guest by scripts/test-vm.sh (after missed.sh in
-# the same boot, the agent running as shipped):
+# The VM tier's install-and-purge test (#28), run as root in the guest by scripts/test-vm.sh (after missed.sh and
+# guard.sh in the same boot, the agent running as shipped):
 #   1. systemd-analyze security --user dosetap, on the running unit: at or below its exposure (2.2, as the .deb of
 #      #28's start shipped it);
 #   2. apt purge stops every user's agent and the wake helper and leaves nothing behind: the file system after
