@@ -29,7 +29,7 @@
 # guard:   the sleep guard (#52) as shipped: tester logged in on tty1 (agetty --autologin, set up at run time), so
 #          polkit lets the agent (in tester's user manager, in no session) suspend: CanSuspend "challenge" before,
 #          "yes" after; tty1 untouched for 40 minutes (its access time set back): logind says every session idle; an
-#          alarm about 5.5 hours out whose deadline (the battery static at 40 %) is 25 s away; at the deadline the nudge
+#          alarm about 5.5 hours out whose deadline (the battery static at 40 %) is 30 s away; at the deadline the nudge
 #          again, "Going to sleep to keep the HH:MM alarm: battery 40 %" shown, and logind suspends the guest (the test
 #          never asks); the host moves its RTC ahead to 45 s before the alarm (--host-clock) and the guest wakes by
 #          itself; the alarm rings within a second of its minute; alarm stop ends it; tester logs out.
