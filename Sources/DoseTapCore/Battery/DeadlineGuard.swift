@@ -16,7 +16,7 @@ public enum SleepGuardMode: String, Sendable, Equatable, Codable, CaseIterable {
 /// an ordinary evening).
 public struct GuardFacts: Sendable, Equatable {
     /// logind's `IdleHint` on the Manager: every session is idle (the desktop sets its session idle after its own idle
-    /// delay — GNOME's screen blank, 5 minutes by default; a text console or SSH session after 5 minutes without input).
+    /// delay — GNOME's screen blank, 5 minutes by default; a text console or SSH session after logind's IdleActionSec, 30 minutes by default, without input — measured in the VM tier).
     public var idle: Bool
     /// logind's `IdleSinceHint`, when it gives one (0 is none).
     public var idleSince: Date?
