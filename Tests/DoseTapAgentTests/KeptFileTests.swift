@@ -39,6 +39,14 @@ struct KeptFileTests {
         let damaged = again.load()
         #expect(damaged.value == nil && damaged.error?.contains("cannot be read") == true)
         #expect(!FileManager.default.fileExists(atPath: url.path))
+        // A runtime folder that cannot be written: said once, not at every pass.
+        let blocked = folder.appendingPathComponent("blocked")
+        try Data().write(to: blocked)  // a file where the folder should be
+        let unwritable = KeptFile<[AlarmRing]>(name: "alarms", database: "/d", environment: ["XDG_RUNTIME_DIR": blocked.path])
+        #expect(unwritable.save([ring]) != nil)
+        var later = ring
+        later.outcome = .stopped
+        #expect(unwritable.save([later]) == nil, "the same problem is not said again")
         // No runtime directory (or a relative one): nothing is copied, nothing fails.
         #expect(KeptFile<[AlarmRing]>(name: "alarms", database: "/x", environment: [:]).url == nil)
         #expect(KeptFile<[AlarmRing]>(name: "alarms", database: "/x", environment: ["XDG_RUNTIME_DIR": "run"]).url == nil)

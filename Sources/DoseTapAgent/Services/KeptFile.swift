@@ -13,6 +13,8 @@ public final class KeptFile<Value: Codable & Sendable & Equatable>: Sendable {
     /// nil: nothing is copied (no runtime directory, or a test).
     public let url: URL?
     private let last = Mutex<Value?>(nil)
+    /// The last problem said: the same one is said once, not at every pass (a full runtime folder would storm the log).
+    private let lastProblem = Mutex<String?>(nil)
 
     /// - Parameters:
     ///   - name: the service (`alarms`, `reminders`, `household`).
@@ -48,10 +50,19 @@ public final class KeptFile<Value: Codable & Sendable & Equatable>: Sendable {
         }
     }
 
-    /// Copies `value` (nil or empty: removes the file) when it changed since the last copy. Returns an error to log,
-    /// or nil. Never throws: the copy is a second line of defence, not a reason to stop ringing.
+    /// Copies `value` (nil or empty: removes the file) when it changed since the last copy. Returns a problem to log —
+    /// once: the same problem again returns nil — or nil. Never throws: the copy is a second line of defence, not a
+    /// reason to stop ringing.
     @discardableResult
     public func save(_ value: Value?) -> String? {
+        let problem = copy(value)
+        return lastProblem.withLock { last -> String? in
+            defer { last = problem }
+            return problem == last ? nil : problem
+        }
+    }
+
+    private func copy(_ value: Value?) -> String? {
         guard let url else { return nil }
         let changed = last.withLock { last -> Bool in
             guard last != value else { return false }
